@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Configure and build actorserve.
+#
+# Environment:
+#   BUILD_DIR    build directory (default: build)
+#   CMAKE_ARGS   extra arguments for the configure step, e.g.
+#                BUILD_DIR=build-asan CMAKE_ARGS="-DACTORSERVE_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=RelWithDebInfo" scripts/build.sh
+#   JOBS         parallel build jobs (default: nproc)
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+BUILD_DIR="${BUILD_DIR:-build}"
+JOBS="${JOBS:-$(nproc)}"
+# Word splitting of CMAKE_ARGS is intended: it holds several -D options.
+read -r -a extra_args <<< "${CMAKE_ARGS:-}"
+
+echo "build: configuring ${BUILD_DIR} ${CMAKE_ARGS:-}"
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release "${extra_args[@]}"
+echo "build: compiling with ${JOBS} jobs"
+cmake --build "$BUILD_DIR" -j"$JOBS"
