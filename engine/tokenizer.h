@@ -1,0 +1,97 @@
+// Byte-level BPE tokenizer (GGUF tokenizer.ggml.model = "gpt2"), built to give the same ids
+// as llama.cpp's llm_tokenizer_bpe for the same model file. See docs/tokenizer.md.
+//
+// encode(text) = special-token split -> pre-tokenizer regex chain -> byte-level BPE per piece.
+// note: every method is const and keeps no mutable state; one tokenizer may be used from
+// many threads at once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/gguf.h"
+
+namespace actorserve {
+
+// tokenizer.ggml.token_type values, numbered as in llama.cpp.
+enum class token_type : uint8_t {
+    undefined = 0, normal = 1, unknown = 2, control = 3, user_defined = 4, unused = 5, byte = 6,
+};
+
+class tokenizer {
+public:
+    // Reads tokens, token types, merges, special ids and the pre-tokenizer name. On failure
+    // returns nullptr and sets err, e.g. "unsupported tokenizer model 'llama' (only
+    // byte-level BPE 'gpt2')".
+    static std::unique_ptr<tokenizer> from_gguf(const gguf_file &file, std::string &err);
+    ~tokenizer();
+    tokenizer(const tokenizer &) = delete;
+    tokenizer &operator=(const tokenizer &) = delete;
+
+    // Text -> ids. Never adds BOS: callers check add_bos() and prepend bos() themselves.
+    // parse_special: control tokens written in the text ("<|im_start|>") become their ids;
+    // otherwise they are tokenized as plain text. User-defined tokens always match.
+    // Any bytes are accepted: malformed UTF-8 is read as llama.cpp reads it (each bad
+    // byte becomes U+FFFD).
+    // cost: O(n_special * len) for the special split plus O(len log len) for BPE.
+    std::vector<int32_t> encode(std::string_view text, bool parse_special) const;
+
+    // The bytes a token stands for. Normal tokens map their byte-level text back to raw
+    // bytes (possibly part of a UTF-8 character); control and unknown tokens give their
+    // text only when render_special; user-defined tokens always give their text;
+    // unused/byte/undefined tokens and out-of-range ids give "".
+    std::string token_bytes(int32_t id, bool render_special) const;
+    // Concatenated token_bytes; may end inside a UTF-8 character (see utf8_stream).
+    std::string decode(std::span<const int32_t> ids, bool render_special) const;
+
+    // End of generation: eos, eot (when the file names one), and control tokens whose text
+    // is one of <|endoftext|>, <|im_end|>, <|eot_id|>, <|end_of_text|>, <|eom_id|>,
+    // <end_of_turn>.
+    bool is_eog(int32_t id) const;
+
+    int32_t n_vocab() const { return static_cast<int32_t>(texts_.size()); }
+    // Exact vocabulary lookup (byte-level text for normal tokens: " hi" is "Ġhi").
+    std::optional<int32_t> token_id(std::string_view text) const;
+    // Stored text of a token; "" for an out-of-range id.
+    const std::string &token_text(int32_t id) const;
+    token_type type(int32_t id) const;
+
+    bool add_bos() const { return add_bos_; }
+    int32_t bos() const { return bos_; } // -1 when the file names none
+    int32_t eos() const { return eos_; } // -1 when the file names none
+    const std::string &pre_name() const { return pre_name_; }
+    // Merges whose parts or result are not in the vocabulary. They keep their rank (as in
+    // llama.cpp); a symbol they produce falls back to one token per byte.
+    size_t n_merges_unknown() const { return n_merges_unknown_; }
+
+    struct regex_chain; // compiled pre-tokenizer regexes (PCRE2), defined in tokenizer.cpp
+
+private:
+    tokenizer();
+    void split_special(std::string_view text, bool parse_special,
+                       std::vector<std::pair<int32_t, std::string_view>> &out) const;
+    void encode_fragment(std::string_view text, std::vector<int32_t> &out) const;
+    void bpe(std::string_view word, std::string &key, std::vector<int32_t> &out) const;
+    int32_t merge_rank(std::string_view left, std::string_view right, std::string &key) const;
+
+    std::vector<std::string> texts_;      // (n_vocab,)
+    std::vector<token_type> types_;       // (n_vocab,)
+    std::vector<uint8_t> eog_;            // (n_vocab,) 1 = end of generation
+    std::unordered_map<std::string, int32_t> ids_;
+    std::unordered_map<std::string, int32_t> ranks_; // "left right" -> merge index
+    std::vector<int32_t> specials_;       // control/unknown/user-defined ids, longest text first
+    std::unique_ptr<regex_chain> pre_;
+    std::string pre_name_;
+    bool ignore_merges_ = false;          // a whole piece that is a token skips BPE (llama3)
+    bool add_bos_ = false;
+    int32_t bos_ = -1, eos_ = -1, eot_ = -1;
+    size_t n_merges_unknown_ = 0;
+};
+
+} // namespace actorserve
