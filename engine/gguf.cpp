@@ -1,5 +1,6 @@
 #include "engine/gguf.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -15,6 +16,11 @@ namespace {
 constexpr uint64_t kMaxStringBytes = 1ull << 26;  // 64 MiB for one metadata string
 constexpr int kMaxArrayDepth = 4;                 // arrays of arrays of ...
 constexpr uint32_t kMaxDims = 4;
+// A count read from the header is only a claim until its entries have been read, and an entry
+// costs far more in memory than in the file (an array element is an 88-byte gguf_value against
+// as little as 1 byte), so memory reserved up front for a count is capped; past the cap a
+// vector grows as entries are actually read. 2^16 covers a small model's vocabulary at once.
+constexpr uint64_t kMaxReserve = 1u << 16;
 
 constexpr tensor_type_traits kTraits[] = {
     // indexed by ggml type id; name == nullptr marks an id we do not know
@@ -139,9 +145,11 @@ bool read_value(cursor &c, gguf_value &v, gguf_type t, int depth, const std::str
                     std::to_string(c.size - c.pos) + " bytes left in the file";
             return false;
         }
-        v.arr.resize(n);
-        for (uint64_t k = 0; k < n; ++k)
-            if (!read_value(c, v.arr[k], v.array_type, depth + 1, key)) return false;
+        v.arr.reserve(std::min(n, kMaxReserve));
+        for (uint64_t k = 0; k < n; ++k) {
+            v.arr.emplace_back();
+            if (!read_value(c, v.arr.back(), v.array_type, depth + 1, key)) return false;
+        }
         return true;
     }
     }
@@ -270,7 +278,8 @@ bool gguf_file::parse(std::string &err) {
     if (n_tensors > (size_ - c.pos) / 32)
         return fail("header claims " + std::to_string(n_tensors) + " tensors, more than the file can hold");
 
-    kv_.reserve(n_kv);
+    // note: the checks above bound a count by the file size, not by what the file holds.
+    kv_.reserve(std::min(n_kv, kMaxReserve));
     for (uint64_t k = 0; k < n_kv; ++k) {
         std::string key;
         if (!c.read_string(key, "a metadata key")) return fail(c.err);
@@ -292,9 +301,9 @@ bool gguf_file::parse(std::string &err) {
         alignment_ = a->u;
     }
 
-    tensors_.resize(n_tensors);
+    tensors_.reserve(std::min(n_tensors, kMaxReserve));
     for (uint64_t k = 0; k < n_tensors; ++k) {
-        gguf_tensor &t = tensors_[k];
+        gguf_tensor &t = tensors_.emplace_back();
         if (!c.read_string(t.name, "a tensor name")) return fail(c.err);
         const std::string who = "tensor '" + t.name + "'";
         if (!c.read(t.n_dims, "a tensor's dimension count")) return fail(c.err);
