@@ -1,0 +1,144 @@
+#include "engine/model.h"
+
+#include <cmath>
+
+#include "engine/quants.h"
+
+namespace actorserve {
+
+namespace {
+
+std::string supported_types() { return "F32, F16, Q4_0, Q4_1, Q8_0"; }
+
+} // namespace
+
+std::unique_ptr<llama_model> llama_model::load(const std::string &path, std::string &err) {
+    std::unique_ptr<llama_model> m(new llama_model());
+    m->file_ = gguf_file::open(path, err);
+    if (!m->file_) return nullptr;
+    if (!m->init(err)) {
+        err = path + ": " + err;
+        return nullptr;
+    }
+    return m;
+}
+
+bool llama_model::init(std::string &err) {
+    const gguf_file &f = *file_;
+    auto fail = [&](std::string msg) { err = std::move(msg); return false; };
+
+    auto arch = f.get_string("general.architecture");
+    if (!arch) return fail("metadata 'general.architecture' is missing");
+    // Llama 2/3, TinyLlama, SmolLM2 and Mistral-style files all declare "llama".
+    if (*arch != "llama")
+        return fail("unsupported architecture '" + *arch + "' (supported: llama)");
+    hp_.arch = *arch;
+    const std::string p = *arch + ".";
+
+    auto req_int = [&](const std::string &key, int &out) {
+        auto v = f.get_uint(key);
+        if (!v) return fail("metadata '" + key + "' is missing or not an integer");
+        if (*v == 0 || *v > (1u << 24)) return fail("metadata '" + key + "' = " + std::to_string(*v) + " is out of range");
+        out = static_cast<int>(*v);
+        return true;
+    };
+    if (!req_int(p + "block_count", hp_.n_layer) || !req_int(p + "embedding_length", hp_.n_embd) ||
+        !req_int(p + "feed_forward_length", hp_.n_ff) || !req_int(p + "attention.head_count", hp_.n_head) ||
+        !req_int(p + "context_length", hp_.n_ctx_train))
+        return false;
+    hp_.n_head_kv = hp_.n_head;
+    if (f.find(p + "attention.head_count_kv") && !req_int(p + "attention.head_count_kv", hp_.n_head_kv)) return false;
+    if (hp_.n_head % hp_.n_head_kv != 0)
+        return fail("head_count " + std::to_string(hp_.n_head) + " is not a multiple of head_count_kv " +
+                    std::to_string(hp_.n_head_kv));
+    hp_.head_dim = hp_.n_embd / hp_.n_head;
+    if (f.find(p + "attention.key_length") && !req_int(p + "attention.key_length", hp_.head_dim)) return false;
+    if (auto vl = f.get_uint(p + "attention.value_length"); vl && static_cast<int>(*vl) != hp_.head_dim)
+        return fail("attention.value_length differs from key_length; not supported");
+    hp_.n_rot = hp_.head_dim;
+    if (f.find(p + "rope.dimension_count") && !req_int(p + "rope.dimension_count", hp_.n_rot)) return false;
+    if (hp_.n_rot > hp_.head_dim || hp_.n_rot % 2 != 0)
+        return fail("rope.dimension_count " + std::to_string(hp_.n_rot) + " does not fit head size " +
+                    std::to_string(hp_.head_dim));
+    if (auto v = f.get_float(p + "rope.freq_base")) hp_.rope_theta = static_cast<float>(*v);
+    if (auto v = f.get_float(p + "attention.layer_norm_rms_epsilon")) hp_.rms_eps = static_cast<float>(*v);
+    if (auto st = f.get_string(p + "rope.scaling.type"); st && *st != "none") {
+        if (*st != "linear") return fail("unsupported rope scaling type '" + *st + "' (supported: none, linear)");
+        auto factor = f.get_float(p + "rope.scaling.factor");
+        if (!factor || *factor <= 0) return fail("rope.scaling.factor missing or not positive");
+        hp_.rope_freq_scale = static_cast<float>(1.0 / *factor);
+    }
+    if (!(hp_.rope_theta > 0) || !(hp_.rms_eps > 0)) return fail("rope.freq_base and rms epsilon must be positive");
+
+    // --- tensors ---
+    // note: converted_ holds vectors the file stores as F16; pointers into their buffers stay
+    // valid when converted_ grows, since moving a std::vector keeps its buffer.
+    auto matrix = [&](const std::string &name, int64_t n_in, int64_t n_out, weight_matrix &w, bool optional = false) {
+        const gguf_tensor *t = f.tensor(name);
+        if (!t) return optional ? true : fail("tensor '" + name + "' is missing");
+        if (!is_compute_type(t->type))
+            return fail("tensor '" + name + "' has unsupported tensor type " + tensor_type_name(t->type) +
+                        " (supported: " + supported_types() + ")");
+        if (t->n_dims != 2 || t->ne[0] != n_in || t->ne[1] != n_out)
+            return fail("tensor '" + name + "' has shape " + t->shape_string() + ", expected [" +
+                        std::to_string(n_in) + ", " + std::to_string(n_out) + "]");
+        if (activation_type(t->type) != tensor_type::f32 && activation_type(t->type) != tensor_type::f16 && n_in % QK != 0)
+            return fail("tensor '" + name + "' row length is not a multiple of 32");
+        w = weight_matrix{t, t->type, t->data, n_in, n_out, row_bytes(t->type, n_in)};
+        return true;
+    };
+    auto vec = [&](const std::string &name, int64_t n, const float *&out, bool optional = false) {
+        const gguf_tensor *t = f.tensor(name);
+        if (!t) return optional ? true : fail("tensor '" + name + "' is missing");
+        if (t->n_elements() != n || t->ne[0] != n)
+            return fail("tensor '" + name + "' has shape " + t->shape_string() + ", expected [" + std::to_string(n) + "]");
+        if (t->type == tensor_type::f32) {
+            if (reinterpret_cast<uintptr_t>(t->data) % alignof(float) != 0)
+                return fail("tensor '" + name + "' is not 4-byte aligned");
+            out = reinterpret_cast<const float *>(t->data);
+            return true;
+        }
+        if (!is_compute_type(t->type))
+            return fail("tensor '" + name + "' has unsupported tensor type " + tensor_type_name(t->type));
+        converted_.emplace_back(static_cast<size_t>(n));
+        dequantize_row(t->type, t->data, converted_.back().data(), n);
+        out = converted_.back().data();
+        return true;
+    };
+
+    const gguf_tensor *embd = f.tensor("token_embd.weight");
+    if (!embd) return fail("tensor 'token_embd.weight' is missing");
+    hp_.n_vocab = static_cast<int>(embd->ne[1]);
+    if (!matrix("token_embd.weight", hp_.n_embd, hp_.n_vocab, tok_embd_)) return false;
+    if (!vec("output_norm.weight", hp_.n_embd, output_norm_)) return false;
+    output_ = tok_embd_;
+    if (!matrix("output.weight", hp_.n_embd, hp_.n_vocab, output_, /*optional=*/true)) return false;
+    if (!vec("rope_freqs.weight", hp_.n_rot / 2, rope_freqs_, /*optional=*/true)) return false;
+
+    layers_.resize(static_cast<size_t>(hp_.n_layer));
+    for (int i = 0; i < hp_.n_layer; ++i) {
+        llama_layer &l = layers_[static_cast<size_t>(i)];
+        const std::string b = "blk." + std::to_string(i) + ".";
+        if (!vec(b + "attn_norm.weight", hp_.n_embd, l.attn_norm) ||
+            !matrix(b + "attn_q.weight", hp_.n_embd, hp_.n_q(), l.wq) ||
+            !matrix(b + "attn_k.weight", hp_.n_embd, hp_.n_kv(), l.wk) ||
+            !matrix(b + "attn_v.weight", hp_.n_embd, hp_.n_kv(), l.wv) ||
+            !matrix(b + "attn_output.weight", hp_.n_q(), hp_.n_embd, l.wo) ||
+            !vec(b + "ffn_norm.weight", hp_.n_embd, l.ffn_norm) ||
+            !matrix(b + "ffn_gate.weight", hp_.n_embd, hp_.n_ff, l.w_gate) ||
+            !matrix(b + "ffn_up.weight", hp_.n_embd, hp_.n_ff, l.w_up) ||
+            !matrix(b + "ffn_down.weight", hp_.n_ff, hp_.n_embd, l.w_down))
+            return false;
+    }
+    return true;
+}
+
+uint64_t llama_model::weight_bytes() const {
+    uint64_t total = output_.tensor->nbytes;
+    for (const llama_layer &l : layers_)
+        for (const weight_matrix *w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+            total += w->tensor->nbytes;
+    return total;
+}
+
+} // namespace actorserve

@@ -1,0 +1,84 @@
+// A LLaMA-family model as GGUF describes it: hyperparameters from the metadata, weights used
+// in place from the mapped file.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/gguf.h"
+
+namespace actorserve {
+
+struct llama_hparams {
+    std::string arch;     // general.architecture
+    int n_vocab = 0;
+    int n_ctx_train = 0;
+    int n_embd = 0;       // model width
+    int n_layer = 0;
+    int n_head = 0;
+    int n_head_kv = 0;    // < n_head: grouped-query attention
+    int head_dim = 0;     // per head, for q, k and v
+    int n_rot = 0;        // leading dims of a head that RoPE rotates
+    int n_ff = 0;         // feed-forward width
+    float rope_theta = 10000.0f;
+    float rope_freq_scale = 1.0f; // linear RoPE scaling: positions multiplied by this
+    float rms_eps = 1e-5f;
+
+    int n_q() const { return n_head * head_dim; }     // width of the query projection
+    int n_kv() const { return n_head_kv * head_dim; } // width of a K or V row
+};
+
+// A weight matrix: n_out rows of n_in elements of `type`, row-major in the file.
+struct weight_matrix {
+    const gguf_tensor *tensor = nullptr;
+    tensor_type type = tensor_type::f32;
+    const uint8_t *data = nullptr;
+    int64_t n_in = 0;  // ne[0]
+    int64_t n_out = 0; // ne[1]
+    size_t row_bytes = 0;
+};
+
+struct llama_layer {
+    const float *attn_norm;  // (n_embd,)
+    weight_matrix wq;        // (n_q, n_embd)
+    weight_matrix wk, wv;    // (n_kv, n_embd)
+    weight_matrix wo;        // (n_embd, n_q)
+    const float *ffn_norm;   // (n_embd,)
+    weight_matrix w_gate;    // (n_ff, n_embd)
+    weight_matrix w_up;      // (n_ff, n_embd)
+    weight_matrix w_down;    // (n_embd, n_ff)
+};
+
+class llama_model {
+public:
+    // Opens, validates and maps a GGUF file. On failure: nullptr, err = "<path>: <problem>".
+    static std::unique_ptr<llama_model> load(const std::string &path, std::string &err);
+
+    const gguf_file &file() const { return *file_; }
+    const llama_hparams &hparams() const { return hp_; }
+    const std::vector<llama_layer> &layers() const { return layers_; }
+    const weight_matrix &token_embd() const { return tok_embd_; } // (n_vocab, n_embd)
+    const float *output_norm() const { return output_norm_; }     // (n_embd,)
+    const weight_matrix &output() const { return output_; }       // (n_vocab, n_embd); may be token_embd
+    const float *rope_freqs() const { return rope_freqs_; }        // (n_rot/2,) divisors, or nullptr
+    bool tied_output() const { return output_.tensor == tok_embd_.tensor; }
+
+    // Bytes of weights the forward pass reads per token (all matrices once).
+    uint64_t weight_bytes() const;
+
+private:
+    llama_model() = default;
+    bool init(std::string &err);
+
+    std::unique_ptr<gguf_file> file_;
+    llama_hparams hp_;
+    std::vector<llama_layer> layers_;
+    weight_matrix tok_embd_, output_;
+    const float *output_norm_ = nullptr;
+    const float *rope_freqs_ = nullptr;
+    std::vector<std::vector<float>> converted_; // vectors stored as F16 in the file, as float
+};
+
+} // namespace actorserve

@@ -1,0 +1,112 @@
+#include "engine/ops.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "engine/fp16.h"
+
+namespace actorserve {
+
+void rms_norm(const float *x, const float *w, float *y, int n, float eps) {
+    double ss = 0.0;
+    for (int i = 0; i < n; ++i) ss += static_cast<double>(x[i] * x[i]); // square in float, sum in double
+    const float mean = static_cast<float>(ss / n);
+    const float scale = 1.0f / std::sqrt(mean + eps);
+    for (int i = 0; i < n; ++i) y[i] = (x[i] * scale) * w[i];
+}
+
+void rope_norm(float *x, int head_dim, int n_rot, int pos, float theta_base, float freq_scale,
+               const float *freq_factors) {
+    const float theta_scale = std::pow(theta_base, -2.0f / static_cast<float>(n_rot));
+    float theta = static_cast<float>(pos);
+    for (int i = 0; i < n_rot && i + 1 < head_dim; i += 2) {
+        const float ff = freq_factors ? freq_factors[i / 2] : 1.0f;
+        const float angle = freq_scale * (theta / ff);
+        const float c = std::cos(angle), s = std::sin(angle);
+        const float x0 = x[i], x1 = x[i + 1];
+        x[i] = x0 * c - x1 * s;
+        x[i + 1] = x0 * s + x1 * c;
+        theta *= theta_scale;
+    }
+}
+
+namespace {
+float from_bits(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
+uint32_t to_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+
+// Sum of 8 lanes in the order of a 256-bit horizontal add: halves, then pairs, then the two.
+float hsum8(const float *l) {
+    const float a0 = l[0] + l[4], a1 = l[1] + l[5], a2 = l[2] + l[6], a3 = l[3] + l[7];
+    return (a0 + a2) + (a1 + a3);
+}
+} // namespace
+
+float exp_poly(float x) {
+    const float shift = 0x1.8p23f;                  // 1.5 * 2^23: adding it rounds to an integer
+    const float z = std::fma(x, 0x1.715476p+0f, shift); // x / ln2 + shift
+    const float n = z - shift;                      // round(x / ln2)
+    // b = x - n ln2, ln2 split in two parts so the product is exact
+    const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
+    const uint32_t e = to_bits(z) << 23;            // n in the exponent field
+    const float k = from_bits(e + to_bits(1.0f));   // 2^n
+    const float u = b * b;
+    const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
+                                      std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+                             u, 0x1.ffffecp-1f * b); // e^b - 1
+    if (!(std::fabs(n) > 126.0f)) return std::fma(j, k, k);
+    // |n| > 126: 2^n is not a normal float; scale in two steps, or saturate past 192
+    const uint32_t g = n <= 0.0f ? 0x82000000u : 0u;
+    const float s1 = from_bits(g + 0x7f000000u);
+    const float s2 = from_bits(e - g);
+    if (std::fabs(n) > 192.0f) return s1 * s1;
+    return std::fma(s2, j, s2) * s1;
+}
+
+void softmax(float *x, int n, float scale) {
+    float mx = -INFINITY;
+    for (int i = 0; i < n; ++i) {
+        x[i] *= scale;
+        mx = std::fmax(mx, x[i]);
+    }
+    double sum = 0.0;
+    const int n8 = n & ~7;
+    for (int i = 0; i < n8; i += 8) {
+        for (int l = 0; l < 8; ++l) x[i + l] = exp_poly(x[i + l] - mx);
+        sum += static_cast<double>(hsum8(x + i));
+    }
+    for (int i = n8; i < n; ++i) { // tail: libm, as llama.cpp's scalar remainder
+        x[i] = std::exp(x[i] - mx);
+        sum += static_cast<double>(x[i]);
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    for (int i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void swiglu(const float *g, const float *u, float *y, int n) {
+    const int n8 = n & ~7;
+    int i = 0;
+    for (; i < n8; ++i) y[i] = g[i] / (1.0f + exp_poly(0.0f - g[i])) * u[i];
+    for (; i < n; ++i) y[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i]; // tail: as llama.cpp's scalar path
+}
+
+float dot_f16_lanes(int n, const uint16_t *a, const uint16_t *b) {
+    float acc[4][8] = {};
+    const int n32 = n & ~31;
+    for (int i = 0; i < n32; i += 32)
+        for (int r = 0; r < 4; ++r)
+            for (int l = 0; l < 8; ++l)
+                acc[r][l] = std::fma(fp16_to_fp32(a[i + r * 8 + l]), fp16_to_fp32(b[i + r * 8 + l]), acc[r][l]);
+    float v[8];
+    for (int l = 0; l < 8; ++l) v[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+    // 256 -> 128 bits, then two horizontal adds
+    const float t0 = v[0] + v[4], t1 = v[1] + v[5], t2 = v[2] + v[6], t3 = v[3] + v[7];
+    double sum = static_cast<double>((t0 + t1) + (t2 + t3));
+    for (int i = n32; i < n; ++i) sum += static_cast<double>(fp16_to_fp32(a[i]) * fp16_to_fp32(b[i]));
+    return static_cast<float>(sum);
+}
+
+void add_inplace(float *y, const float *x, int n) {
+    for (int i = 0; i < n; ++i) y[i] += x[i];
+}
+
+} // namespace actorserve

@@ -1,0 +1,41 @@
+// Element-wise and per-row operations of the LLaMA forward pass (float32).
+#pragma once
+
+#include <cstdint>
+
+
+namespace actorserve {
+
+// y = x / sqrt(mean(x^2) + eps) * w.   x, y, w: (n,); y may alias x.
+// note: sum of squares in double, as ggml does, so long rows lose nothing.
+void rms_norm(const float *x, const float *w, float *y, int n, float eps);
+
+// Rotary embedding of one head in place, "normal" (adjacent pair) layout:
+// (x[2i], x[2i+1]) rotated by freq_scale * pos * theta_base^(-2i/n_rot) / freq_factors[i],
+// for 2i < n_rot. freq_scale < 1 is linear position scaling; freq_factors (Llama 3.1+) may be null.
+// note: the angle is built by repeated multiplication in float, matching llama.cpp bit for bit
+// in the common case; powf per pair would differ in the last ulp.
+void rope_norm(float *x, int head_dim, int n_rot, int pos, float theta_base, float freq_scale,
+               const float *freq_factors);
+
+// e^x by range reduction x = n ln2 + b, e^x = 2^n (1 + p(b)), p a degree-5 minimax polynomial
+// (the Arm optimized-routines expf, which ggml's SIMD kernels also use): max error ~1.5 ulp.
+// Computed with fused multiply-adds so scalar and vector lanes give identical bits.
+float exp_poly(float x);
+
+// In place: x = softmax(x * scale) over n. Exponentials by exp_poly, summed in groups of 8
+// (pairwise within a group, groups added in double), the order of llama.cpp's AVX2 softmax.
+void softmax(float *x, int n, float scale);
+
+// y = silu(g) * u, silu(g) = g / (1 + e^-g) with e^-g by exp_poly.  g, u, y: (n,); y may alias g.
+void swiglu(const float *g, const float *u, float *y, int n);
+
+// sum_i a[i] * b[i] over halves widened to float: 32 partial sums (4 x 8 lanes) by fma, folded
+// pairwise, then the tail in double. This is llama.cpp's F16 dot order, used for attention so
+// that scores match its F16 KV cache bit for bit.
+float dot_f16_lanes(int n, const uint16_t *a, const uint16_t *b);
+
+// y += x over n.
+void add_inplace(float *y, const float *x, int n);
+
+} // namespace actorserve

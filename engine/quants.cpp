@@ -1,0 +1,318 @@
+#include "engine/quants.h"
+
+#include <cassert>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <immintrin.h>
+
+#include "engine/fp16.h"
+
+namespace actorserve {
+
+tensor_type activation_type(tensor_type weight) {
+    switch (weight) {
+    case tensor_type::q4_0: case tensor_type::q8_0: return tensor_type::q8_0;
+    case tensor_type::q4_1: return tensor_type::q8_1;
+    case tensor_type::f16: return tensor_type::f16;
+    default: return tensor_type::f32;
+    }
+}
+
+size_t row_bytes(tensor_type t, int64_t n) {
+    const tensor_type_traits *tr = tensor_traits(static_cast<uint32_t>(t));
+    assert(tr && n % tr->block_size == 0);
+    return static_cast<size_t>(n / tr->block_size) * tr->type_size;
+}
+
+bool is_compute_type(tensor_type t) {
+    switch (t) {
+    case tensor_type::f32: case tensor_type::f16: case tensor_type::q4_0:
+    case tensor_type::q4_1: case tensor_type::q8_0: return true;
+    default: return false;
+    }
+}
+
+// ---- activation quantization -------------------------------------------------------------
+
+namespace {
+// One block: d = amax / 127 and q = round_to_even(x * 127 / amax); returns sum(q).
+int quantize_block_q8(const float *x, int8_t *q, uint16_t &d_out, float *d_float = nullptr) {
+    float amax = 0.0f;
+    for (int j = 0; j < QK; ++j) amax = std::fmax(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    d_out = fp32_to_fp16(d);
+    if (d_float) *d_float = d;
+    int sum = 0;
+    for (int j = 0; j < QK; ++j) {
+        q[j] = static_cast<int8_t>(std::nearbyint(x[j] * id)); // |x * id| <= 127
+        sum += q[j];
+    }
+    return sum;
+}
+} // namespace
+
+void quantize_row_q8_0(const float *x, block_q8_0 *y, int64_t n) {
+    assert(n % QK == 0);
+    for (int64_t b = 0; b < n / QK; ++b) quantize_block_q8(x + b * QK, y[b].qs, y[b].d);
+}
+
+void quantize_row_q8_1(const float *x, block_q8_1 *y, int64_t n) {
+    assert(n % QK == 0);
+    for (int64_t b = 0; b < n / QK; ++b) {
+        float d = 0.0f;
+        const int sum = quantize_block_q8(x + b * QK, y[b].qs, y[b].d, &d);
+        y[b].s = fp32_to_fp16(d * static_cast<float>(sum));
+    }
+}
+
+void convert_row_f16(const float *x, uint16_t *y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(x[i]);
+}
+
+void quantize_row(tensor_type t, const float *x, void *y, int64_t n) {
+    switch (t) {
+    case tensor_type::q8_0: quantize_row_q8_0(x, static_cast<block_q8_0 *>(y), n); return;
+    case tensor_type::q8_1: quantize_row_q8_1(x, static_cast<block_q8_1 *>(y), n); return;
+    case tensor_type::f16: convert_row_f16(x, static_cast<uint16_t *>(y), n); return;
+    case tensor_type::f32: std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float)); return;
+    default: assert(false && "not an activation type");
+    }
+}
+
+void dequantize_row(tensor_type t, const void *src, float *y, int64_t n) {
+    switch (t) {
+    case tensor_type::f32: std::memcpy(y, src, static_cast<size_t>(n) * sizeof(float)); return;
+    case tensor_type::f16: {
+        const uint16_t *x = static_cast<const uint16_t *>(src);
+        for (int64_t i = 0; i < n; ++i) y[i] = fp16_to_fp32(x[i]);
+        return;
+    }
+    case tensor_type::q8_0: {
+        const block_q8_0 *x = static_cast<const block_q8_0 *>(src);
+        for (int64_t b = 0; b < n / QK; ++b) {
+            const float d = fp16_to_fp32(x[b].d);
+            for (int j = 0; j < QK; ++j) y[b * QK + j] = x[b].qs[j] * d;
+        }
+        return;
+    }
+    case tensor_type::q4_0: {
+        const block_q4_0 *x = static_cast<const block_q4_0 *>(src);
+        for (int64_t b = 0; b < n / QK; ++b) {
+            const float d = fp16_to_fp32(x[b].d);
+            for (int j = 0; j < QK / 2; ++j) {
+                y[b * QK + j] = static_cast<float>((x[b].qs[j] & 0x0f) - 8) * d;
+                y[b * QK + j + QK / 2] = static_cast<float>((x[b].qs[j] >> 4) - 8) * d;
+            }
+        }
+        return;
+    }
+    case tensor_type::q4_1: {
+        const block_q4_1 *x = static_cast<const block_q4_1 *>(src);
+        for (int64_t b = 0; b < n / QK; ++b) {
+            const float d = fp16_to_fp32(x[b].d), m = fp16_to_fp32(x[b].m);
+            for (int j = 0; j < QK / 2; ++j) {
+                y[b * QK + j] = static_cast<float>(x[b].qs[j] & 0x0f) * d + m;
+                y[b * QK + j + QK / 2] = static_cast<float>(x[b].qs[j] >> 4) * d + m;
+            }
+        }
+        return;
+    }
+    default: assert(false && "dequantize_row: not a compute type");
+    }
+}
+
+// ---- reference dot products ----------------------------------------------------------------
+// Each block contributes (d_w * d_x) * sum_j(qw_j * qx_j), the integer sum exact in int32.
+
+float dot_q4_0_q8_0_ref(int64_t n, const void *wv, const void *xv) {
+    const block_q4_0 *w = static_cast<const block_q4_0 *>(wv);
+    const block_q8_0 *x = static_cast<const block_q8_0 *>(xv);
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / QK; ++b) {
+        int sumi = 0;
+        for (int j = 0; j < QK / 2; ++j) {
+            sumi += ((w[b].qs[j] & 0x0f) - 8) * x[b].qs[j];
+            sumi += ((w[b].qs[j] >> 4) - 8) * x[b].qs[j + QK / 2];
+        }
+        sum += fp16_to_fp32(w[b].d) * fp16_to_fp32(x[b].d) * static_cast<float>(sumi);
+    }
+    return sum;
+}
+
+// x_w = q*d + m, so sum(x_w * x_a) = d_w*d_a*sum(q_w*q_a) + m_w * (d_a*sum(q_a)) = ... + m_w * s_a
+float dot_q4_1_q8_1_ref(int64_t n, const void *wv, const void *xv) {
+    const block_q4_1 *w = static_cast<const block_q4_1 *>(wv);
+    const block_q8_1 *x = static_cast<const block_q8_1 *>(xv);
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / QK; ++b) {
+        int sumi = 0;
+        for (int j = 0; j < QK / 2; ++j) {
+            sumi += (w[b].qs[j] & 0x0f) * x[b].qs[j];
+            sumi += (w[b].qs[j] >> 4) * x[b].qs[j + QK / 2];
+        }
+        sum += fp16_to_fp32(w[b].d) * fp16_to_fp32(x[b].d) * static_cast<float>(sumi) +
+               fp16_to_fp32(w[b].m) * fp16_to_fp32(x[b].s);
+    }
+    return sum;
+}
+
+float dot_q8_0_q8_0_ref(int64_t n, const void *wv, const void *xv) {
+    const block_q8_0 *w = static_cast<const block_q8_0 *>(wv);
+    const block_q8_0 *x = static_cast<const block_q8_0 *>(xv);
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / QK; ++b) {
+        int sumi = 0;
+        for (int j = 0; j < QK; ++j) sumi += w[b].qs[j] * x[b].qs[j];
+        sum += fp16_to_fp32(w[b].d) * fp16_to_fp32(x[b].d) * static_cast<float>(sumi);
+    }
+    return sum;
+}
+
+float dot_f16_f16_ref(int64_t n, const void *wv, const void *xv) {
+    const uint16_t *w = static_cast<const uint16_t *>(wv), *x = static_cast<const uint16_t *>(xv);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n; ++i) sum += fp16_to_fp32(w[i]) * fp16_to_fp32(x[i]);
+    return sum;
+}
+
+float dot_f32_f32_ref(int64_t n, const void *wv, const void *xv) {
+    const float *w = static_cast<const float *>(wv), *x = static_cast<const float *>(xv);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n; ++i) sum += w[i] * x[i];
+    return sum;
+}
+
+// ---- AVX2 ------------------------------------------------------------------------------------
+// Same block maths; the 32 products of a block are formed with maddubs (u8 x i8 -> i16 pairs)
+// and madd (i16 pairs -> i32), then scaled and accumulated in 8 float lanes.
+
+#define AS_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+namespace {
+AS_AVX2 inline float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+// 16 packed bytes -> 32 nibbles in element order (low nibbles 0..15, high nibbles 16..31).
+AS_AVX2 inline __m256i unpack_nibbles(const uint8_t *qs) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(qs));
+    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(b, 4), b);
+    return _mm256_and_si256(both, _mm256_set1_epi8(0x0f));
+}
+// sum of u8 * i8 products, as 8 int32 lanes converted to float
+AS_AVX2 inline __m256 dot_u8_i8(__m256i u, __m256i s) {
+    const __m256i p16 = _mm256_maddubs_epi16(u, s); // |pair| <= 2*255*128: fits i16 for our ranges
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
+}
+// sum of i8 * i8 products: move x's sign onto y so the first operand is unsigned
+AS_AVX2 inline __m256 dot_i8_i8(__m256i x, __m256i y) {
+    return dot_u8_i8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+}
+} // namespace
+
+AS_AVX2 float dot_q4_0_q8_0_avx2(int64_t n, const void *wv, const void *xv) {
+    const block_q4_0 *w = static_cast<const block_q4_0 *>(wv);
+    const block_q8_0 *x = static_cast<const block_q8_0 *>(xv);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK; ++b) {
+        const __m256 d = _mm256_set1_ps(fp16_to_fp32(w[b].d) * fp16_to_fp32(x[b].d));
+        const __m256i qw = _mm256_sub_epi8(unpack_nibbles(w[b].qs), _mm256_set1_epi8(8));
+        const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x[b].qs));
+        acc = _mm256_fmadd_ps(d, dot_i8_i8(qw, qx), acc);
+    }
+    return hsum8(acc);
+}
+
+AS_AVX2 float dot_q4_1_q8_1_avx2(int64_t n, const void *wv, const void *xv) {
+    const block_q4_1 *w = static_cast<const block_q4_1 *>(wv);
+    const block_q8_1 *x = static_cast<const block_q8_1 *>(xv);
+    __m256 acc = _mm256_setzero_ps();
+    float mins = 0.0f;
+    for (int64_t b = 0; b < n / QK; ++b) {
+        const __m256 d = _mm256_set1_ps(fp16_to_fp32(w[b].d) * fp16_to_fp32(x[b].d));
+        mins += fp16_to_fp32(w[b].m) * fp16_to_fp32(x[b].s);
+        const __m256i qw = unpack_nibbles(w[b].qs);
+        const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x[b].qs));
+        acc = _mm256_fmadd_ps(d, dot_u8_i8(qw, qx), acc);
+    }
+    return hsum8(acc) + mins;
+}
+
+AS_AVX2 float dot_q8_0_q8_0_avx2(int64_t n, const void *wv, const void *xv) {
+    const block_q8_0 *w = static_cast<const block_q8_0 *>(wv);
+    const block_q8_0 *x = static_cast<const block_q8_0 *>(xv);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK; ++b) {
+        const __m256 d = _mm256_set1_ps(fp16_to_fp32(w[b].d) * fp16_to_fp32(x[b].d));
+        const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(w[b].qs));
+        const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x[b].qs));
+        acc = _mm256_fmadd_ps(d, dot_i8_i8(qw, qx), acc);
+    }
+    return hsum8(acc);
+}
+
+AS_AVX2 float dot_f16_f16_avx2(int64_t n, const void *wv, const void *xv) {
+    const uint16_t *w = static_cast<const uint16_t *>(wv), *x = static_cast<const uint16_t *>(xv);
+    __m256 acc = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 a = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(w + i)));
+        const __m256 b = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(x + i)));
+        acc = _mm256_fmadd_ps(a, b, acc);
+    }
+    float sum = hsum8(acc);
+    for (; i < n; ++i) sum += fp16_to_fp32(w[i]) * fp16_to_fp32(x[i]);
+    return sum;
+}
+
+AS_AVX2 float dot_f32_f32_avx2(int64_t n, const void *wv, const void *xv) {
+    const float *w = static_cast<const float *>(wv), *x = static_cast<const float *>(xv);
+    __m256 acc = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(x + i), acc);
+    float sum = hsum8(acc);
+    for (; i < n; ++i) sum += w[i] * x[i];
+    return sum;
+}
+
+// ---- dispatch --------------------------------------------------------------------------------
+
+bool cpu_has_avx2() {
+    static const bool has = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+               __builtin_cpu_supports("f16c");
+    }();
+    return has;
+}
+
+namespace {
+bool use_avx2() {
+    static const bool use = [] {
+        const char *env = std::getenv("ACTORSERVE_SIMD");
+        if (env && std::strcmp(env, "ref") == 0) return false;
+        return cpu_has_avx2();
+    }();
+    return use;
+}
+} // namespace
+
+const char *simd_level() { return use_avx2() ? "avx2" : "ref"; }
+
+dot_fn dot_kernel(tensor_type weight) {
+    const bool v = use_avx2();
+    switch (weight) {
+    case tensor_type::q4_0: return v ? dot_q4_0_q8_0_avx2 : dot_q4_0_q8_0_ref;
+    case tensor_type::q4_1: return v ? dot_q4_1_q8_1_avx2 : dot_q4_1_q8_1_ref;
+    case tensor_type::q8_0: return v ? dot_q8_0_q8_0_avx2 : dot_q8_0_q8_0_ref;
+    case tensor_type::f16: return v ? dot_f16_f16_avx2 : dot_f16_f16_ref;
+    case tensor_type::f32: return v ? dot_f32_f32_avx2 : dot_f32_f32_ref;
+    default: return nullptr;
+    }
+}
+
+} // namespace actorserve

@@ -1,0 +1,69 @@
+// Block formats (ggml-compatible layouts) and the dot-product kernels that consume them.
+//
+// A weight row of a quantized matrix is a run of 32-element blocks. Activations are
+// quantized once per matmul into the format each weight type pairs with, so the inner
+// loop is an integer dot product with one float scale per block:
+//   Q4_0 · Q8_0,  Q4_1 · Q8_1,  Q8_0 · Q8_0,  F16 · F16,  F32 · F32.
+// Every SIMD variant has a *_ref beside it; tests hold them together within kTolDot.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/gguf.h"
+
+namespace actorserve {
+
+constexpr int QK = 32; // elements per block
+
+struct block_q4_0 { uint16_t d; uint8_t qs[QK / 2]; };          // x = (q - 8) * d
+struct block_q4_1 { uint16_t d, m; uint8_t qs[QK / 2]; };       // x = q * d + m
+struct block_q8_0 { uint16_t d; int8_t qs[QK]; };               // x = q * d
+struct block_q8_1 { uint16_t d, s; int8_t qs[QK]; };            // x = q * d, s = d * sum(q)
+static_assert(sizeof(block_q4_0) == 18 && sizeof(block_q4_1) == 20);
+static_assert(sizeof(block_q8_0) == 34 && sizeof(block_q8_1) == 36);
+// note: in both 4-bit formats byte j holds element j in its low nibble and element j+16
+// in its high nibble.
+
+// Relative tolerance between a SIMD dot and its reference (float summation order differs;
+// the integer block sums are exact in both).
+constexpr float kTolDot = 1e-5f;
+
+// Activation format a weight type is multiplied with.
+tensor_type activation_type(tensor_type weight);
+// Bytes of one row of n elements (n % QK == 0 for block types).
+size_t row_bytes(tensor_type t, int64_t n);
+// true for the types the engine computes with.
+bool is_compute_type(tensor_type t);
+
+// x (n,) -> y (n / QK blocks). Scale d = amax / 127, q = round_to_even(x * 127 / amax).
+void quantize_row_q8_0(const float *x, block_q8_0 *y, int64_t n);
+void quantize_row_q8_1(const float *x, block_q8_1 *y, int64_t n);
+// x (n,) -> half precision
+void convert_row_f16(const float *x, uint16_t *y, int64_t n);
+// Quantizes/converts a row into the activation format t; y must hold row_bytes(t, n).
+void quantize_row(tensor_type t, const float *x, void *y, int64_t n);
+// Weight row (n elements of type t) -> float.
+void dequantize_row(tensor_type t, const void *x, float *y, int64_t n);
+
+// sum_i w[i] * x[i] over n elements; w is a weight row, x an activation row of the paired format.
+using dot_fn = float (*)(int64_t n, const void *w, const void *x);
+float dot_q4_0_q8_0_ref(int64_t n, const void *w, const void *x);
+float dot_q4_1_q8_1_ref(int64_t n, const void *w, const void *x);
+float dot_q8_0_q8_0_ref(int64_t n, const void *w, const void *x);
+float dot_f16_f16_ref(int64_t n, const void *w, const void *x);
+float dot_f32_f32_ref(int64_t n, const void *w, const void *x);
+float dot_q4_0_q8_0_avx2(int64_t n, const void *w, const void *x);
+float dot_q4_1_q8_1_avx2(int64_t n, const void *w, const void *x);
+float dot_q8_0_q8_0_avx2(int64_t n, const void *w, const void *x);
+float dot_f16_f16_avx2(int64_t n, const void *w, const void *x);
+float dot_f32_f32_avx2(int64_t n, const void *w, const void *x);
+
+// The kernel for a weight type, chosen once from what the CPU reports
+// (ACTORSERVE_SIMD=ref in the environment forces the references).
+dot_fn dot_kernel(tensor_type weight);
+// "avx2" or "ref": what dot_kernel picks on this CPU.
+const char *simd_level();
+bool cpu_has_avx2();
+
+} // namespace actorserve

@@ -1,0 +1,89 @@
+#include "engine/thread_pool.h"
+
+#include <fstream>
+#include <immintrin.h>
+#include <set>
+#include <string>
+
+namespace actorserve {
+
+namespace {
+constexpr int kSpinIterations = 1 << 14; // ~tens of microseconds of polling before sleeping
+}
+
+thread_pool::thread_pool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+    for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
+}
+
+thread_pool::~thread_pool() {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        stop_.store(true);
+        generation_.fetch_add(1);
+    }
+    cv_.notify_all();
+    for (auto &t : workers_) t.join();
+}
+
+void thread_pool::run_share(int index) {
+    const int64_t chunk = (n_ + n_threads_ - 1) / n_threads_;
+    const int64_t begin = index * chunk;
+    const int64_t end = begin + chunk < n_ ? begin + chunk : n_;
+    if (begin < end) (*fn_)(begin, end);
+}
+
+void thread_pool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)> &fn) {
+    if (n <= 0) return;
+    if (n_threads_ == 1 || n == 1) {
+        fn(0, n);
+        return;
+    }
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        fn_ = &fn;
+        n_ = n;
+        pending_.store(n_threads_ - 1);
+        generation_.fetch_add(1, std::memory_order_release);
+    }
+    cv_.notify_all();
+    run_share(0);
+    while (pending_.load(std::memory_order_acquire) != 0) _mm_pause();
+}
+
+void thread_pool::worker(int index) {
+    uint64_t seen = 0;
+    for (;;) {
+        int spins = 0;
+        while (generation_.load(std::memory_order_acquire) == seen && spins < kSpinIterations) {
+            _mm_pause();
+            ++spins;
+        }
+        if (generation_.load(std::memory_order_acquire) == seen) {
+            std::unique_lock<std::mutex> lock(mu_);
+            cv_.wait(lock, [&] { return generation_.load() != seen; });
+        }
+        seen = generation_.load(std::memory_order_acquire);
+        if (stop_.load()) return;
+        // note: fn_ and n_ were written before generation_ moved (release), and we read
+        // generation_ with acquire, so they are visible here.
+        run_share(index);
+        pending_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+}
+
+int thread_pool::default_threads() {
+    // Count distinct (physical id, core id) pairs; SMT siblings share one.
+    std::ifstream in("/proc/cpuinfo");
+    std::set<std::pair<std::string, std::string>> cores;
+    std::string line, phys = "0";
+    while (std::getline(in, line)) {
+        auto value = [&] { auto p = line.find(':'); return p == std::string::npos ? std::string() : line.substr(p + 2); };
+        if (line.rfind("physical id", 0) == 0) phys = value();
+        else if (line.rfind("core id", 0) == 0) cores.emplace(phys, value());
+    }
+    if (!cores.empty()) return static_cast<int>(cores.size());
+    const unsigned hc = std::thread::hardware_concurrency();
+    return hc ? static_cast<int>(hc) : 1;
+}
+
+} // namespace actorserve

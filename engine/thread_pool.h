@@ -1,0 +1,49 @@
+// A persistent pool of worker threads for data-parallel loops in the forward pass.
+// Workers are created once; a parallel_for wakes them, the caller works too, and it returns
+// when every chunk is done. Workers spin briefly before sleeping, since a decode step issues
+// a few hundred short loops and a condition-variable wake per loop would dominate them.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace actorserve {
+
+class thread_pool {
+public:
+    // n_threads counts the calling thread: 1 means no workers at all.
+    explicit thread_pool(int n_threads);
+    ~thread_pool();
+    thread_pool(const thread_pool &) = delete;
+    thread_pool &operator=(const thread_pool &) = delete;
+
+    int size() const { return n_threads_; }
+
+    // Calls fn(begin, end) over [0, n) split into one contiguous range per thread.
+    // note: not re-entrant; one parallel_for at a time per pool.
+    void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)> &fn);
+
+    // Physical cores as the OS reports them (falls back to hardware_concurrency).
+    static int default_threads();
+
+private:
+    void worker(int index);
+    void run_share(int index);
+
+    int n_threads_;
+    std::vector<std::thread> workers_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::atomic<uint64_t> generation_{0};
+    std::atomic<int> pending_{0};
+    std::atomic<bool> stop_{false};
+    const std::function<void(int64_t, int64_t)> *fn_ = nullptr;
+    int64_t n_ = 0;
+};
+
+} // namespace actorserve
