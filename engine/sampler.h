@@ -1,0 +1,72 @@
+// Next-token sampling from a logit vector: repetition penalty, then greedy or
+// top-k -> temperature softmax -> top-p -> min-p -> one draw from a seeded generator.
+//
+// note: a sampler holds the random state of one sequence; it is not thread-safe. Two samplers
+// built with the same params (seed included) and fed the same logits and history return the
+// same tokens, on any platform whose libstdc++/libc++ implements std::mt19937_64 (the engine
+// is fully specified by the standard) and IEEE float arithmetic.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace actorserve {
+
+struct sampling_params {
+    float temperature = 0.8f;   // <= 0: greedy (argmax, lowest id on ties)
+    int top_k = 40;             // keep the k highest logits; 0 = off
+    float top_p = 0.95f;        // keep the smallest most-likely set with cumulative p >= top_p; 1 = off
+    float min_p = 0.05f;        // keep tokens with p >= min_p * p_max; 0 = off
+    float repeat_penalty = 1.0f; // 1 = off
+    int repeat_last_n = 64;     // history tokens the penalty looks at; 0 = off
+    uint64_t seed = 0;
+};
+
+// nullopt when p is usable; otherwise a message naming the parameter and its allowed range,
+// e.g. "top_p must be in (0, 1], got 1.5".
+std::optional<std::string> validate(const sampling_params &p);
+
+// llama.cpp's repetition penalty, in place: every distinct id among the last `last_n` entries
+// of history has its logit divided by `penalty` when positive, multiplied when <= 0.
+// Ids outside [0, logits.size()) are ignored. `seen` is scratch of logits.size() zero bytes
+// and is left all zero.
+void apply_repeat_penalty(std::span<float> logits, std::span<const int32_t> history, float penalty,
+                          int last_n, std::vector<uint8_t> &seen);
+
+struct token_prob {
+    int32_t id;
+    float p;
+};
+
+class sampler {
+public:
+    explicit sampler(const sampling_params &params);
+
+    // Picks the next token. logits: (n_vocab,) raw model output; history: the tokens of the
+    // sequence so far (prompt and generated), newest last.
+    // cost: O(n_vocab) per call (penalty copy, top-k selection); with top_k = 0 and top_p < 1
+    // the survivors of min-p are sorted, O(n log n) on a flat distribution.
+    int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
+
+    // The distribution sample() draws from: surviving tokens and their renormalised
+    // probabilities (sum 1), most likely first when top_p < 1 cut them, otherwise in no
+    // particular order. Greedy gives the argmax with p = 1. The span is valid until the next
+    // call. Consumes no randomness.
+    std::span<const token_prob> distribution(std::span<const float> logits, std::span<const int32_t> history);
+
+    const sampling_params &params() const { return params_; }
+
+private:
+    sampling_params params_;
+    std::mt19937_64 rng_;
+    // Scratch, sized on the first call and reused (no allocation per token after it).
+    std::vector<float> logits_;     // (n_vocab,) penalised copy of the input
+    std::vector<uint8_t> seen_;     // (n_vocab,) penalty dedup flags, all zero between calls
+    std::vector<token_prob> cand_;  // (n_vocab,) candidates; logits, then probabilities
+};
+
+} // namespace actorserve
