@@ -29,7 +29,7 @@ llama_context::llama_context(const llama_model &model, const context_params &par
     att_.resize(T * hp.n_q());
     gate_.resize(T * hp.n_ff);
     up_.resize(T * hp.n_ff);
-    scores_.resize(static_cast<size_t>(hp.n_head) * params_.n_ctx);
+    scores_.resize(static_cast<size_t>(hp.n_head) * n_ctx_pad_);
     qh_.resize(static_cast<size_t>(hp.n_q()));
     ph_.assign(static_cast<size_t>(hp.n_head) * n_ctx_pad_, 0);
     logits_.resize(static_cast<size_t>(hp.n_vocab));
@@ -116,10 +116,20 @@ void llama_context::forward_chunk(const int32_t *tokens, int n_tok, int pos0, bo
 
 // Causal grouped-query attention for the chunk's tokens, heads split across threads.
 // For query head h the K/V head is h / (n_head / n_head_kv).
-// note: q and the softmax weights are rounded to half precision before their products, as
-// llama.cpp does when it multiplies them with an F16 cache; with dot_f16_lanes' summation
-// order this keeps our logits bit-identical to its CPU path where the kernels agree.
-// Cost: O(n_keys * head_dim) per head and token; no flash-style tiling yet.
+//
+// note: the numerics follow llama.cpp's CPU path (F16 cache, no flash attention) step by
+// step, so that our logits are bit-identical to it, not merely close; the model is sensitive
+// enough that a one-ulp difference anywhere flips 8-bit activation roundings downstream and
+// moves logits by tenths. Concretely:
+//  - q and the softmax weights are rounded to half precision before their dot products;
+//  - every row spans n_kv keys: the cached positions rounded up to 32 (llama.cpp pads its
+//    cache view so), later ones masked to weight 0;
+//  - a chunk of one token sums its dot products in ggml's vec_dot order (dot_f16_lanes), a
+//    chunk of several in its GEMM order (dot_f16_gemm), since llama.cpp routes a batch
+//    through a tiled matrix kernel. The two orders differ in the last bits, which is why a
+//    prompt and the same tokens fed one by one need not give identical logits (in llama.cpp
+//    as here).
+// Cost: O(n_kv * head_dim) per head and token, with scalar half conversions; no tiling yet.
 void llama_context::attention(int n_tok, int pos0, int il) {
     const llama_hparams &hp = model_.hparams();
     const int NQ = hp.n_q(), NKV = hp.n_kv(), HD = hp.head_dim;
@@ -127,29 +137,24 @@ void llama_context::attention(int n_tok, int pos0, int il) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(HD));
     const uint16_t *kc = &k_cache_[static_cast<size_t>(il) * params_.n_ctx * NKV];
     const uint16_t *vc = &v_cache_[static_cast<size_t>(il) * NKV * n_ctx_pad_];
-    // note: every row of the chunk spans all n_kv keys cached so far, later ones masked. The
-    // masked weights are exact zeros, yet the row length decides which terms fall in the
-    // 8-wide groups and which in the tail, so this is what keeps a prompt's logits identical
-    // to llama.cpp's, which sizes its rows the same way.
-    const int n_kv = pos0 + n_tok;
+    const int n_kv = std::min((pos0 + n_tok + 31) / 32 * 32, n_ctx_pad_);
+    float (*const dot)(int, const uint16_t *, const uint16_t *) = n_tok > 1 ? dot_f16_gemm : dot_f16_lanes;
 
     pool_.parallel_for(hp.n_head, [&](int64_t h0, int64_t h1) {
         for (int64_t h = h0; h < h1; ++h) {
             const int kvh = static_cast<int>(h) / group;
-            float *sc = &scores_[static_cast<size_t>(h) * params_.n_ctx];
+            float *sc = &scores_[static_cast<size_t>(h) * n_ctx_pad_];
             uint16_t *qh = &qh_[static_cast<size_t>(h) * HD];
             uint16_t *ph = &ph_[static_cast<size_t>(h) * n_ctx_pad_];
             for (int t = 0; t < n_tok; ++t) {
                 const int n_keys = pos0 + t + 1; // causal: positions 0 .. pos0+t
                 convert_row_f16(&q_[t * NQ + h * HD], qh, HD);
-                for (int j = 0; j < n_keys; ++j)
-                    sc[j] = dot_f16_lanes(HD, kc + static_cast<size_t>(j) * NKV + kvh * HD, qh);
-                std::fill(sc + n_keys, sc + n_kv, -INFINITY); // masked: weight exactly 0
+                for (int j = 0; j < n_keys; ++j) sc[j] = dot(HD, kc + static_cast<size_t>(j) * NKV + kvh * HD, qh);
+                std::fill(sc + n_keys, sc + n_kv, -INFINITY);
                 softmax(sc, n_kv, scale);
                 convert_row_f16(sc, ph, n_kv);
                 float *out = &att_[t * NQ + h * HD];
-                for (int d = 0; d < HD; ++d)
-                    out[d] = dot_f16_lanes(n_kv, vc + static_cast<size_t>(kvh * HD + d) * n_ctx_pad_, ph);
+                for (int d = 0; d < HD; ++d) out[d] = dot(n_kv, vc + static_cast<size_t>(kvh * HD + d) * n_ctx_pad_, ph);
             }
         }
     });

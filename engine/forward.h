@@ -19,7 +19,7 @@ namespace actorserve {
 
 struct context_params {
     int n_ctx = 2048;    // positions the KV cache holds
-    int n_batch = 64;    // tokens per forward chunk
+    int n_batch = 512;   // tokens per forward chunk (a prompt up to this long is one chunk)
     int n_threads = 0;   // 0: physical cores
 };
 
@@ -65,7 +65,7 @@ private:
     std::vector<float> att_;    // (T, n_q) attention output
     std::vector<float> gate_;   // (T, n_ff)
     std::vector<float> up_;     // (T, n_ff)
-    std::vector<float> scores_; // (n_head, n_ctx) one row of attention weights per head
+    std::vector<float> scores_; // (n_head, n_ctx_pad) one row of attention scores per head
     std::vector<uint16_t> qh_;  // (n_head, head_dim) one query per head, in half precision
     std::vector<uint16_t> ph_;  // (n_head, n_ctx_pad) attention weights in half precision
     std::vector<uint8_t> xq_;   // quantized activations for matmul

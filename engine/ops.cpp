@@ -1,5 +1,6 @@
 #include "engine/ops.h"
 
+#include <cassert>
 #include <cmath>
 #include <cstring>
 
@@ -24,8 +25,9 @@ void rope_norm(float *x, int head_dim, int n_rot, int pos, float theta_base, flo
         const float angle = freq_scale * (theta / ff);
         const float c = std::cos(angle), s = std::sin(angle);
         const float x0 = x[i], x1 = x[i + 1];
-        x[i] = x0 * c - x1 * s;
-        x[i + 1] = x0 * s + x1 * c;
+        // fused: one rounding per output, as llama.cpp's compiled rotation does
+        x[i] = std::fma(x0, c, -(x1 * s));
+        x[i + 1] = std::fma(x0, s, x1 * c);
         theta *= theta_scale;
     }
 }
@@ -89,6 +91,13 @@ void swiglu(const float *g, const float *u, float *y, int n) {
     for (; i < n; ++i) y[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i]; // tail: as llama.cpp's scalar path
 }
 
+float dot_f16_gemm(int n, const uint16_t *a, const uint16_t *b) {
+    assert(n % 8 == 0);
+    float acc[8] = {};
+    for (int i = 0; i < n; i += 8)
+        for (int l = 0; l < 8; ++l) acc[l] = std::fma(fp16_to_fp32(a[i + l]), fp16_to_fp32(b[i + l]), acc[l]);
+    return hsum8(acc);
+}
 float dot_f16_lanes(int n, const uint16_t *a, const uint16_t *b) {
     float acc[4][8] = {};
     const int n32 = n & ~31;

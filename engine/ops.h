@@ -24,7 +24,8 @@ void rope_norm(float *x, int head_dim, int n_rot, int pos, float theta_base, flo
 float exp_poly(float x);
 
 // In place: x = softmax(x * scale) over n. Exponentials by exp_poly, summed in groups of 8
-// (pairwise within a group, groups added in double), the order of llama.cpp's AVX2 softmax.
+// (pairwise within a group, groups added in double), the order of llama.cpp's AVX2 softmax;
+// a tail of n % 8 by libm, as its scalar remainder. Entries of -inf get weight 0.
 void softmax(float *x, int n, float scale);
 
 // y = silu(g) * u, silu(g) = g / (1 + e^-g) with e^-g by exp_poly.  g, u, y: (n,); y may alias g.
@@ -34,6 +35,10 @@ void swiglu(const float *g, const float *u, float *y, int n);
 // pairwise, then the tail in double. This is llama.cpp's F16 dot order, used for attention so
 // that scores match its F16 KV cache bit for bit.
 float dot_f16_lanes(int n, const uint16_t *a, const uint16_t *b);
+
+// The same sum in the order of a tiled matrix kernel: one 8-lane fma accumulator over the
+// whole row, folded as hsum8. n % 8 == 0.
+float dot_f16_gemm(int n, const uint16_t *a, const uint16_t *b);
 
 // y += x over n.
 void add_inplace(float *y, const float *x, int n);
