@@ -1,0 +1,245 @@
+// Kernels against their references: each SIMD dot against its *_ref on deterministic data,
+// activation quantization, half-precision conversion, and the per-row ops.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "engine/fp16.h"
+#include "engine/ops.h"
+#include "engine/quants.h"
+
+using namespace actorserve;
+
+namespace {
+
+std::vector<float> wave(int n, float phase) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) x[static_cast<size_t>(i)] = 0.1f + 2.0f * std::cos(static_cast<float>(i) * 0.37f + phase);
+    return x;
+}
+
+// Builds a weight row of type t from float data: quantized with the activation quantizers
+// where the layout matches, or packed by hand for the 4-bit formats.
+std::vector<uint8_t> make_weight(tensor_type t, const std::vector<float> &x) {
+    const int64_t n = static_cast<int64_t>(x.size());
+    std::vector<uint8_t> out(row_bytes(t, n));
+    switch (t) {
+    case tensor_type::f32: std::memcpy(out.data(), x.data(), out.size()); break;
+    case tensor_type::f16: convert_row_f16(x.data(), reinterpret_cast<uint16_t *>(out.data()), n); break;
+    case tensor_type::q8_0: quantize_row_q8_0(x.data(), reinterpret_cast<block_q8_0 *>(out.data()), n); break;
+    case tensor_type::q4_0: {
+        auto *b = reinterpret_cast<block_q4_0 *>(out.data());
+        for (int64_t k = 0; k < n / QK; ++k) {
+            float amax = 0;
+            for (int j = 0; j < QK; ++j) amax = std::fmax(amax, std::fabs(x[k * QK + j]));
+            const float d = amax / 7.0f;
+            b[k].d = fp32_to_fp16(d);
+            for (int j = 0; j < QK / 2; ++j) {
+                auto q = [&](float v) { return static_cast<uint8_t>(std::clamp(static_cast<int>(std::lround(v / d)) + 8, 0, 15)); };
+                b[k].qs[j] = static_cast<uint8_t>(q(x[k * QK + j]) | (q(x[k * QK + j + QK / 2]) << 4));
+            }
+        }
+        break;
+    }
+    case tensor_type::q4_1: {
+        auto *b = reinterpret_cast<block_q4_1 *>(out.data());
+        for (int64_t k = 0; k < n / QK; ++k) {
+            float lo = x[k * QK], hi = lo;
+            for (int j = 0; j < QK; ++j) lo = std::fmin(lo, x[k * QK + j]), hi = std::fmax(hi, x[k * QK + j]);
+            const float d = (hi - lo) / 15.0f;
+            b[k].d = fp32_to_fp16(d);
+            b[k].m = fp32_to_fp16(lo);
+            for (int j = 0; j < QK / 2; ++j) {
+                auto q = [&](float v) { return static_cast<uint8_t>(std::clamp(static_cast<int>(std::lround((v - lo) / d)), 0, 15)); };
+                b[k].qs[j] = static_cast<uint8_t>(q(x[k * QK + j]) | (q(x[k * QK + j + QK / 2]) << 4));
+            }
+        }
+        break;
+    }
+    default: FAIL("no weight maker for this type");
+    }
+    return out;
+}
+
+double exact_dot(const std::vector<float> &a, const std::vector<float> &b) {
+    double s = 0;
+    for (size_t i = 0; i < a.size(); ++i) s += static_cast<double>(a[i]) * b[i];
+    return s;
+}
+
+} // namespace
+
+TEST_CASE("kernels: each AVX2 dot matches its reference within kTolDot, odd sizes too") {
+    if (!cpu_has_avx2()) {
+        MESSAGE("this CPU has no AVX2: only the references run, so there is nothing to compare");
+        return;
+    }
+    struct kernel_pair { tensor_type type; dot_fn ref, simd; };
+    const kernel_pair pairs[] = {
+        {tensor_type::q4_0, dot_q4_0_q8_0_ref, dot_q4_0_q8_0_avx2},
+        {tensor_type::q4_1, dot_q4_1_q8_1_ref, dot_q4_1_q8_1_avx2},
+        {tensor_type::q8_0, dot_q8_0_q8_0_ref, dot_q8_0_q8_0_avx2},
+        {tensor_type::f16, dot_f16_f16_ref, dot_f16_f16_avx2},
+        {tensor_type::f32, dot_f32_f32_ref, dot_f32_f32_avx2},
+    };
+    for (const kernel_pair &p : pairs) {
+        const bool blocked = p.type != tensor_type::f16 && p.type != tensor_type::f32;
+        const std::vector<int> sizes = blocked ? std::vector<int>{32, 64, 96, 576, 1536, 32 * 37}
+                                               : std::vector<int>{1, 7, 8, 9, 33, 576, 1001};
+        for (int n : sizes) {
+            CAPTURE(tensor_type_name(p.type));
+            CAPTURE(n);
+            const std::vector<float> w = wave(n, 0.3f), x = wave(n, 1.7f);
+            const std::vector<uint8_t> wq = make_weight(p.type, w);
+            std::vector<uint8_t> xq(row_bytes(activation_type(p.type), n));
+            quantize_row(activation_type(p.type), x.data(), xq.data(), n);
+            const float r = p.ref(n, wq.data(), xq.data());
+            const float s = p.simd(n, wq.data(), xq.data());
+            CHECK(std::fabs(r - s) <= kTolDot * std::fmax(1.0f, std::fabs(r)) * static_cast<float>(n));
+            // and both are close to the exact product of the unquantized rows
+            const double e = exact_dot(w, x);
+            const double tol = blocked ? 0.08 * n : 1e-2 * n;
+            CHECK(std::fabs(r - e) <= tol);
+        }
+    }
+}
+
+TEST_CASE("kernels: dot_kernel dispatches to the SIMD variant on an AVX2 CPU") {
+    if (cpu_has_avx2() && std::getenv("ACTORSERVE_SIMD") == nullptr) {
+        CHECK(reinterpret_cast<void *>(dot_kernel(tensor_type::q4_1)) == reinterpret_cast<void *>(dot_q4_1_q8_1_avx2));
+        CHECK(std::string(simd_level()) == "avx2");
+    }
+    CHECK(reinterpret_cast<void *>(dot_kernel(tensor_type::q4_k)) == nullptr);
+}
+
+TEST_CASE("quants: Q8_0 round trip is within half a step; the all-zero block has scale 0") {
+    std::vector<float> x = wave(64, 0.0f);
+    std::fill(x.begin() + 32, x.end(), 0.0f);
+    std::vector<block_q8_0> q(2);
+    quantize_row_q8_0(x.data(), q.data(), 64);
+    std::vector<float> y(64);
+    dequantize_row(tensor_type::q8_0, q.data(), y.data(), 64);
+    const float d = fp16_to_fp32(q[0].d);
+    for (int i = 0; i < 32; ++i) CHECK(std::fabs(x[i] - y[i]) <= d * 0.5f + 1e-3f);
+    CHECK(q[1].d == 0);
+    for (int i = 32; i < 64; ++i) CHECK(y[i] == 0.0f);
+}
+
+TEST_CASE("quants: Q8_1 block sum s equals d times the sum of the quants") {
+    const std::vector<float> x = wave(32, 2.0f);
+    block_q8_1 b;
+    quantize_row_q8_1(x.data(), &b, 32);
+    int sum = 0;
+    for (int j = 0; j < 32; ++j) sum += b.qs[j];
+    // s is computed from the unrounded d, then stored as a half
+    CHECK(std::fabs(fp16_to_fp32(b.s) - fp16_to_fp32(b.d) * static_cast<float>(sum)) <= std::fabs(fp16_to_fp32(b.s)) * 2e-3f + 1e-3f);
+    int amax = 0;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::abs(static_cast<int>(b.qs[j])));
+    CHECK(amax == 127);
+}
+
+TEST_CASE("quants: Q4_0 and Q4_1 dequantize with low nibbles first, then high nibbles") {
+    block_q4_0 a{};
+    a.d = fp32_to_fp16(0.5f);
+    a.qs[0] = 0x9F; // element 0 -> 15, element 16 -> 9
+    block_q4_1 b{};
+    b.d = fp32_to_fp16(2.0f);
+    b.m = fp32_to_fp16(-1.0f);
+    b.qs[1] = 0x30; // element 1 -> 0, element 17 -> 3
+    float ya[32], yb[32];
+    dequantize_row(tensor_type::q4_0, &a, ya, 32);
+    dequantize_row(tensor_type::q4_1, &b, yb, 32);
+    CHECK(ya[0] == 3.5f);   // (15 - 8) * 0.5
+    CHECK(ya[16] == 0.5f);  // (9 - 8) * 0.5
+    CHECK(ya[1] == -4.0f);  // (0 - 8) * 0.5
+    CHECK(yb[1] == -1.0f);  // 0 * 2 - 1
+    CHECK(yb[17] == 5.0f);  // 3 * 2 - 1
+}
+
+TEST_CASE("fp16: every half survives a round trip through float, and rounding is to even") {
+    for (uint32_t h = 0; h < 65536; ++h) {
+        const float f = fp16_to_fp32(static_cast<uint16_t>(h));
+        if (std::isnan(f)) continue;
+        if (fp32_to_fp16(f) != h) FAIL_CHECK("half " << h << " did not round trip");
+    }
+    CHECK(fp32_to_fp16(1.0f) == 0x3c00);
+    CHECK(fp32_to_fp16(65504.0f) == 0x7bff);
+    CHECK(fp32_to_fp16(65520.0f) == 0x7c00);              // rounds up to infinity
+    CHECK(fp32_to_fp16(1.0f + 1.0f / 2048) == 0x3c00);   // tie -> even (down)
+    CHECK(fp32_to_fp16(1.0f + 3.0f / 2048) == 0x3c02);   // tie -> even (up)
+    CHECK(fp16_to_fp32(0x0001) == std::ldexp(1.0f, -24)); // smallest subnormal
+}
+
+TEST_CASE("ops: exp_poly is within 2 ulp of libm over the softmax range, 0 at -inf") {
+    for (float x = -87.0f; x <= 88.0f; x += 0.01953125f) {
+        const float a = exp_poly(x), b = std::exp(x);
+        CHECK(std::fabs(a - b) <= 2.0f * std::fabs(std::nextafter(b, INFINITY) - b));
+    }
+    CHECK(exp_poly(-INFINITY) == 0.0f);
+    CHECK(exp_poly(-200.0f) == 0.0f);
+    CHECK(exp_poly(0.0f) == 1.0f);
+}
+
+TEST_CASE("ops: softmax sums to one, is shift invariant, and gives masked entries weight 0") {
+    std::vector<float> x = {1.0f, 2.0f, 3.0f, -INFINITY, 0.5f, 4.0f, 1.0f, 2.0f, 3.0f, -1.0f, -INFINITY};
+    std::vector<float> y = x;
+    for (float &v : y) v += 10.0f;
+    softmax(x.data(), static_cast<int>(x.size()), 1.0f);
+    softmax(y.data(), static_cast<int>(y.size()), 1.0f);
+    double sum = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+        sum += x[i];
+        CHECK(x[i] == doctest::Approx(y[i]).epsilon(1e-6));
+    }
+    CHECK(sum == doctest::Approx(1.0).epsilon(1e-6));
+    CHECK(x[3] == 0.0f);
+    CHECK(x[10] == 0.0f);
+    CHECK(x[5] == doctest::Approx(std::exp(4.0) / (std::exp(1) * 2 + std::exp(2) * 2 + std::exp(3) * 2 + std::exp(0.5) + std::exp(4) + std::exp(-1))));
+}
+
+TEST_CASE("ops: rms_norm scales to unit root mean square times the weight") {
+    const float x[4] = {1.0f, -2.0f, 3.0f, -4.0f}, w[4] = {1.0f, 1.0f, 2.0f, 0.5f};
+    float y[4];
+    rms_norm(x, w, y, 4, 0.0f);
+    const float r = std::sqrt((1 + 4 + 9 + 16) / 4.0f);
+    CHECK(y[0] == doctest::Approx(1.0f / r));
+    CHECK(y[2] == doctest::Approx(6.0f / r));
+    CHECK(y[3] == doctest::Approx(-2.0f / r));
+}
+
+TEST_CASE("ops: rope leaves position 0 alone and preserves each pair's length elsewhere") {
+    std::vector<float> x = wave(64, 0.5f), y = x;
+    rope_norm(y.data(), 64, 64, 0, 10000.0f, 1.0f, nullptr);
+    CHECK(x == y);
+    rope_norm(y.data(), 64, 64, 17, 10000.0f, 1.0f, nullptr);
+    for (int i = 0; i < 64; i += 2)
+        CHECK(std::hypot(y[i], y[i + 1]) == doctest::Approx(std::hypot(x[i], x[i + 1])).epsilon(1e-5));
+    // first pair turns by exactly pos radians
+    CHECK(std::atan2(y[1], y[0]) == doctest::Approx(std::remainder(std::atan2(x[1], x[0]) + 17.0, 2 * M_PI)).epsilon(1e-4));
+    // a partial rotation (n_rot < head_dim) leaves the tail untouched
+    std::vector<float> z = x;
+    rope_norm(z.data(), 64, 32, 5, 10000.0f, 1.0f, nullptr);
+    CHECK(std::equal(z.begin() + 32, z.end(), x.begin() + 32));
+}
+
+TEST_CASE("ops: swiglu is silu(g) * u; f16 dot orders agree with the exact sum") {
+    const float g[9] = {-3, -1, 0, 0.5f, 1, 2, 3, 4, -0.25f}, u[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    float y[9];
+    swiglu(g, u, y, 9);
+    for (int i = 0; i < 9; ++i) CHECK(y[i] == doctest::Approx(g[i] / (1 + std::exp(-g[i])) * u[i]).epsilon(1e-6));
+
+    const std::vector<float> a = wave(96, 0.1f), b = wave(96, 0.9f);
+    std::vector<uint16_t> ah(96), bh(96);
+    convert_row_f16(a.data(), ah.data(), 96);
+    convert_row_f16(b.data(), bh.data(), 96);
+    double exact = 0;
+    for (int i = 0; i < 96; ++i) exact += static_cast<double>(fp16_to_fp32(ah[i])) * fp16_to_fp32(bh[i]);
+    CHECK(dot_f16_lanes(96, ah.data(), bh.data()) == doctest::Approx(exact).epsilon(1e-5));
+    CHECK(dot_f16_gemm(96, ah.data(), bh.data()) == doctest::Approx(exact).epsilon(1e-5));
+    CHECK(dot_f16_lanes(37, ah.data(), bh.data()) == doctest::Approx(dot_f16_f16_ref(37, ah.data(), bh.data())).epsilon(1e-5));
+}
