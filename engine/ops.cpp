@@ -3,8 +3,12 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <string_view>
+
+#include <immintrin.h>
 
 #include "engine/fp16.h"
+#include "engine/quants.h"
 
 namespace actorserve {
 
@@ -91,14 +95,14 @@ void swiglu(const float *g, const float *u, float *y, int n) {
     for (; i < n; ++i) y[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i]; // tail: as llama.cpp's scalar path
 }
 
-float dot_f16_gemm(int n, const uint16_t *a, const uint16_t *b) {
+float dot_f16_gemm_ref(int n, const uint16_t *a, const uint16_t *b) {
     assert(n % 8 == 0);
     float acc[8] = {};
     for (int i = 0; i < n; i += 8)
         for (int l = 0; l < 8; ++l) acc[l] = std::fma(fp16_to_fp32(a[i + l]), fp16_to_fp32(b[i + l]), acc[l]);
     return hsum8(acc);
 }
-float dot_f16_lanes(int n, const uint16_t *a, const uint16_t *b) {
+float dot_f16_lanes_ref(int n, const uint16_t *a, const uint16_t *b) {
     float acc[4][8] = {};
     const int n32 = n & ~31;
     for (int i = 0; i < n32; i += 32)
@@ -116,6 +120,53 @@ float dot_f16_lanes(int n, const uint16_t *a, const uint16_t *b) {
 
 void add_inplace(float *y, const float *x, int n) {
     for (int i = 0; i < n; ++i) y[i] += x[i];
+}
+
+// ---- AVX2 + F16C: the same operations lane for lane, so results are bit-identical ----
+
+#define AS_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+namespace {
+AS_AVX2 inline __m256 load_f16x8(const uint16_t *p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+}
+} // namespace
+
+AS_AVX2 float dot_f16_lanes_avx2(int n, const uint16_t *a, const uint16_t *b) {
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    const int n32 = n & ~31;
+    for (int i = 0; i < n32; i += 32) {
+        acc0 = _mm256_fmadd_ps(load_f16x8(a + i), load_f16x8(b + i), acc0);
+        acc1 = _mm256_fmadd_ps(load_f16x8(a + i + 8), load_f16x8(b + i + 8), acc1);
+        acc2 = _mm256_fmadd_ps(load_f16x8(a + i + 16), load_f16x8(b + i + 16), acc2);
+        acc3 = _mm256_fmadd_ps(load_f16x8(a + i + 24), load_f16x8(b + i + 24), acc3);
+    }
+    const __m256 v = _mm256_add_ps(_mm256_add_ps(acc0, acc2), _mm256_add_ps(acc1, acc3));
+    const __m128 t0 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    const __m128 t1 = _mm_hadd_ps(t0, t0);
+    double sum = static_cast<double>(_mm_cvtss_f32(_mm_hadd_ps(t1, t1)));
+    for (int i = n32; i < n; ++i) sum += static_cast<double>(fp16_to_fp32(a[i]) * fp16_to_fp32(b[i]));
+    return static_cast<float>(sum);
+}
+
+AS_AVX2 float dot_f16_gemm_avx2(int n, const uint16_t *a, const uint16_t *b) {
+    assert(n % 8 == 0);
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < n; i += 8) acc = _mm256_fmadd_ps(load_f16x8(a + i), load_f16x8(b + i), acc);
+    __m128 t = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    t = _mm_add_ps(t, _mm_movehl_ps(t, t));
+    t = _mm_add_ss(t, _mm_movehdup_ps(t));
+    return _mm_cvtss_f32(t);
+}
+
+float dot_f16_lanes(int n, const uint16_t *a, const uint16_t *b) {
+    static const bool simd = std::string_view(simd_level()) == "avx2";
+    return simd ? dot_f16_lanes_avx2(n, a, b) : dot_f16_lanes_ref(n, a, b);
+}
+
+float dot_f16_gemm(int n, const uint16_t *a, const uint16_t *b) {
+    static const bool simd = std::string_view(simd_level()) == "avx2";
+    return simd ? dot_f16_gemm_avx2(n, a, b) : dot_f16_gemm_ref(n, a, b);
 }
 
 } // namespace actorserve

@@ -39,6 +39,11 @@ float dot_f16_lanes(int n, const uint16_t *a, const uint16_t *b);
 // The same sum in the order of a tiled matrix kernel: one 8-lane fma accumulator over the
 // whole row, folded as hsum8. n % 8 == 0.
 float dot_f16_gemm(int n, const uint16_t *a, const uint16_t *b);
+// The variants behind them (dispatched as the matmul kernels are); bit-identical.
+float dot_f16_lanes_ref(int n, const uint16_t *a, const uint16_t *b);
+float dot_f16_lanes_avx2(int n, const uint16_t *a, const uint16_t *b);
+float dot_f16_gemm_ref(int n, const uint16_t *a, const uint16_t *b);
+float dot_f16_gemm_avx2(int n, const uint16_t *a, const uint16_t *b);
 
 // y += x over n.
 void add_inplace(float *y, const float *x, int n);

@@ -8,20 +8,20 @@
 namespace actorserve {
 
 namespace {
-constexpr int kSpinIterations = 1 << 14; // ~tens of microseconds of polling before sleeping
-}
+// Polls before blocking. A decode step issues a few hundred short loops, so a futex sleep and
+// wake per loop would cost more than the loop; but on an oversubscribed machine a long spin
+// steals the core from the thread being waited for. ~1000 pauses is a few microseconds.
+constexpr int kSpinIterations = 1000;
+} // namespace
 
 thread_pool::thread_pool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
     for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
 }
 
 thread_pool::~thread_pool() {
-    {
-        std::lock_guard<std::mutex> lock(mu_);
-        stop_.store(true);
-        generation_.fetch_add(1);
-    }
-    cv_.notify_all();
+    stop_.store(true);
+    generation_.fetch_add(1, std::memory_order_release);
+    generation_.notify_all();
     for (auto &t : workers_) t.join();
 }
 
@@ -38,36 +38,31 @@ void thread_pool::parallel_for(int64_t n, const std::function<void(int64_t, int6
         fn(0, n);
         return;
     }
-    {
-        std::lock_guard<std::mutex> lock(mu_);
-        fn_ = &fn;
-        n_ = n;
-        pending_.store(n_threads_ - 1);
-        generation_.fetch_add(1, std::memory_order_release);
-    }
-    cv_.notify_all();
+    fn_ = &fn;
+    n_ = n;
+    pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release); // publishes fn_, n_, pending_
+    generation_.notify_all();
     run_share(0);
-    while (pending_.load(std::memory_order_acquire) != 0) _mm_pause();
+    for (int spins = 0;; ++spins) {
+        const int p = pending_.load(std::memory_order_acquire);
+        if (p == 0) break;
+        if (spins < kSpinIterations) _mm_pause();
+        else pending_.wait(p, std::memory_order_acquire);
+    }
 }
 
 void thread_pool::worker(int index) {
     uint64_t seen = 0;
     for (;;) {
-        int spins = 0;
-        while (generation_.load(std::memory_order_acquire) == seen && spins < kSpinIterations) {
-            _mm_pause();
-            ++spins;
-        }
-        if (generation_.load(std::memory_order_acquire) == seen) {
-            std::unique_lock<std::mutex> lock(mu_);
-            cv_.wait(lock, [&] { return generation_.load() != seen; });
+        for (int spins = 0; generation_.load(std::memory_order_acquire) == seen; ++spins) {
+            if (spins < kSpinIterations) _mm_pause();
+            else generation_.wait(seen, std::memory_order_acquire);
         }
         seen = generation_.load(std::memory_order_acquire);
         if (stop_.load()) return;
-        // note: fn_ and n_ were written before generation_ moved (release), and we read
-        // generation_ with acquire, so they are visible here.
         run_share(index);
-        pending_.fetch_sub(1, std::memory_order_acq_rel);
+        if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
     }
 }
 

@@ -1,14 +1,12 @@
 // A persistent pool of worker threads for data-parallel loops in the forward pass.
 // Workers are created once; a parallel_for wakes them, the caller works too, and it returns
-// when every chunk is done. Workers spin briefly before sleeping, since a decode step issues
-// a few hundred short loops and a condition-variable wake per loop would dominate them.
+// when every chunk is done. Waits spin briefly, then block on the atomic (a futex), both for
+// workers waiting for work and for the caller waiting for them.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -37,11 +35,11 @@ private:
 
     int n_threads_;
     std::vector<std::thread> workers_;
-    std::mutex mu_;
-    std::condition_variable cv_;
     std::atomic<uint64_t> generation_{0};
     std::atomic<int> pending_{0};
     std::atomic<bool> stop_{false};
+    // note: written by parallel_for before generation_ moves (release), read by workers after
+    // they see it move (acquire).
     const std::function<void(int64_t, int64_t)> *fn_ = nullptr;
     int64_t n_ = 0;
 };

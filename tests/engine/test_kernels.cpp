@@ -243,3 +243,18 @@ TEST_CASE("ops: swiglu is silu(g) * u; f16 dot orders agree with the exact sum")
     CHECK(dot_f16_gemm(96, ah.data(), bh.data()) == doctest::Approx(exact).epsilon(1e-5));
     CHECK(dot_f16_lanes(37, ah.data(), bh.data()) == doctest::Approx(dot_f16_f16_ref(37, ah.data(), bh.data())).epsilon(1e-5));
 }
+
+TEST_CASE("ops: AVX2 f16 dots are bit-identical to their references in both orders") {
+    if (!cpu_has_avx2()) return;
+    for (int n : {8, 32, 64, 96, 200, 1024}) {
+        CAPTURE(n);
+        const std::vector<float> a = wave(n, 0.2f), b = wave(n, 1.1f);
+        std::vector<uint16_t> ah(static_cast<size_t>(n)), bh(static_cast<size_t>(n));
+        convert_row_f16(a.data(), ah.data(), n);
+        convert_row_f16(b.data(), bh.data(), n);
+        const float r1 = dot_f16_lanes_ref(n, ah.data(), bh.data()), s1 = dot_f16_lanes_avx2(n, ah.data(), bh.data());
+        const float r2 = dot_f16_gemm_ref(n, ah.data(), bh.data()), s2 = dot_f16_gemm_avx2(n, ah.data(), bh.data());
+        CHECK(std::memcmp(&r1, &s1, 4) == 0);
+        CHECK(std::memcmp(&r2, &s2, 4) == 0);
+    }
+}
