@@ -36,34 +36,35 @@ bool is_compute_type(tensor_type t) {
 // ---- activation quantization -------------------------------------------------------------
 
 namespace {
-// One block: d = amax / 127 and q = round_to_even(x * 127 / amax); returns sum(q).
-int quantize_block_q8(const float *x, int8_t *q, uint16_t &d_out, float *d_float = nullptr) {
+// One block: d = amax / 127 and q = round_to_even(x * 127 / amax). Stores d as a half,
+// returns it unrounded; sum = sum(q).
+float quantize_block_q8(const float *x, int8_t *q, uint16_t &d_half, int &sum) {
     float amax = 0.0f;
     for (int j = 0; j < QK; ++j) amax = std::fmax(amax, std::fabs(x[j]));
     const float d = amax / 127.0f;
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    d_out = fp32_to_fp16(d);
-    if (d_float) *d_float = d;
-    int sum = 0;
+    d_half = fp32_to_fp16(d);
+    sum = 0;
     for (int j = 0; j < QK; ++j) {
         q[j] = static_cast<int8_t>(std::nearbyint(x[j] * id)); // |x * id| <= 127
         sum += q[j];
     }
-    return sum;
+    return d;
 }
 } // namespace
 
 void quantize_row_q8_0(const float *x, block_q8_0 *y, int64_t n) {
     assert(n % QK == 0);
-    for (int64_t b = 0; b < n / QK; ++b) quantize_block_q8(x + b * QK, y[b].qs, y[b].d);
+    int sum;
+    for (int64_t b = 0; b < n / QK; ++b) quantize_block_q8(x + b * QK, y[b].qs, y[b].d, sum);
 }
 
 void quantize_row_q8_1(const float *x, block_q8_1 *y, int64_t n) {
     assert(n % QK == 0);
     for (int64_t b = 0; b < n / QK; ++b) {
-        float d = 0.0f;
-        const int sum = quantize_block_q8(x + b * QK, y[b].qs, y[b].d, &d);
-        y[b].s = fp32_to_fp16(d * static_cast<float>(sum));
+        int sum;
+        const float d = quantize_block_q8(x + b * QK, y[b].qs, y[b].d, sum);
+        y[b].s = fp32_to_fp16(d * static_cast<float>(sum)); // unrounded d, as llama.cpp
     }
 }
 
