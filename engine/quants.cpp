@@ -192,6 +192,8 @@ float dot_f32_f32_ref(int64_t n, const void *wv, const void *xv) {
 #define AS_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace {
+// Half to float with F16C: the same value as fp16_to_fp32, one instruction.
+AS_AVX2 inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
 AS_AVX2 inline float hsum8(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -220,7 +222,7 @@ AS_AVX2 float dot_q4_0_q8_0_avx2(int64_t n, const void *wv, const void *xv) {
     const block_q8_0 *x = static_cast<const block_q8_0 *>(xv);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK; ++b) {
-        const __m256 d = _mm256_set1_ps(fp16_to_fp32(w[b].d) * fp16_to_fp32(x[b].d));
+        const __m256 d = _mm256_set1_ps(h2f(w[b].d) * h2f(x[b].d));
         const __m256i qw = _mm256_sub_epi8(unpack_nibbles(w[b].qs), _mm256_set1_epi8(8));
         const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x[b].qs));
         acc = _mm256_fmadd_ps(d, dot_i8_i8(qw, qx), acc);
@@ -234,8 +236,8 @@ AS_AVX2 float dot_q4_1_q8_1_avx2(int64_t n, const void *wv, const void *xv) {
     __m256 acc = _mm256_setzero_ps();
     float mins = 0.0f;
     for (int64_t b = 0; b < n / QK; ++b) {
-        const __m256 d = _mm256_set1_ps(fp16_to_fp32(w[b].d) * fp16_to_fp32(x[b].d));
-        mins += fp16_to_fp32(w[b].m) * fp16_to_fp32(x[b].s);
+        const __m256 d = _mm256_set1_ps(h2f(w[b].d) * h2f(x[b].d));
+        mins = std::fma(h2f(w[b].m), h2f(x[b].s), mins); // fused, as llama.cpp's build computes it
         const __m256i qw = unpack_nibbles(w[b].qs);
         const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x[b].qs));
         acc = _mm256_fmadd_ps(d, dot_u8_i8(qw, qx), acc);
@@ -248,7 +250,7 @@ AS_AVX2 float dot_q8_0_q8_0_avx2(int64_t n, const void *wv, const void *xv) {
     const block_q8_0 *x = static_cast<const block_q8_0 *>(xv);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK; ++b) {
-        const __m256 d = _mm256_set1_ps(fp16_to_fp32(w[b].d) * fp16_to_fp32(x[b].d));
+        const __m256 d = _mm256_set1_ps(h2f(w[b].d) * h2f(x[b].d));
         const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(w[b].qs));
         const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x[b].qs));
         acc = _mm256_fmadd_ps(d, dot_i8_i8(qw, qx), acc);
@@ -266,7 +268,7 @@ AS_AVX2 float dot_f16_f16_avx2(int64_t n, const void *wv, const void *xv) {
         acc = _mm256_fmadd_ps(a, b, acc);
     }
     float sum = hsum8(acc);
-    for (; i < n; ++i) sum += fp16_to_fp32(w[i]) * fp16_to_fp32(x[i]);
+    for (; i < n; ++i) sum += h2f(w[i]) * h2f(x[i]);
     return sum;
 }
 
