@@ -1,0 +1,62 @@
+// actorserve info: describe a model file.
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "engine/gguf.h"
+#include "engine/quants.h"
+#include "tools/cli_common.h"
+#include "tools/commands.h"
+
+namespace actorserve::cli {
+
+int cmd_info(const model_options &o) {
+    std::string err;
+    auto m = load_model(o.path, err);
+    if (!m) return fail(err);
+    const llama_model &model = *m->model;
+    const gguf_file &f = model.file();
+    const llama_hparams &hp = model.hparams();
+    const tokenizer &tok = *m->tok;
+
+    std::map<std::string, int> type_counts;
+    int64_t n_params = 0;
+    for (const gguf_tensor &t : f.tensors()) {
+        ++type_counts[tensor_type_name(t.type)];
+        n_params += t.n_elements();
+    }
+    std::string types;
+    for (const auto &[name, count] : type_counts) types += (types.empty() ? "" : ", ") + name + " " + std::to_string(count);
+
+    std::string tmpl_desc;
+    if (const auto t = load_template(model, err)) {
+        tmpl_desc = t->name();
+        if (t->default_system()) tmpl_desc += " (default system prompt: \"" + printable(*t->default_system()) + "\")";
+    } else {
+        tmpl_desc = "none recognised";
+    }
+
+    std::printf("file:            %s (%.1f MB, GGUF v%u)\n", f.path().c_str(), static_cast<double>(f.file_size()) / 1e6, f.version());
+    std::printf("name:            %s\n", f.get_string("general.name").value_or("(none)").c_str());
+    std::printf("architecture:    %s\n", hp.arch.c_str());
+    std::printf("parameters:      %.1f M\n", static_cast<double>(n_params) / 1e6);
+    std::printf("context (train): %d\n", hp.n_ctx_train);
+    std::printf("embedding:       %d\n", hp.n_embd);
+    std::printf("layers:          %d\n", hp.n_layer);
+    std::printf("heads:           %d (kv heads %d, head dim %d, rope dims %d)\n", hp.n_head, hp.n_head_kv,
+                hp.head_dim, hp.n_rot);
+    std::printf("feed-forward:    %d\n", hp.n_ff);
+    std::printf("rope theta:      %g (freq scale %g)\n", hp.rope_theta, hp.rope_freq_scale);
+    std::printf("rms eps:         %g\n", hp.rms_eps);
+    std::printf("output:          %s\n", model.tied_output() ? "tied to token embedding" : "separate matrix");
+    std::printf("tensors:         %zu (%s)\n", f.tensors().size(), types.c_str());
+    std::printf("weights:         %.1f MB read per token\n", static_cast<double>(model.weight_bytes()) / 1e6);
+    std::printf("vocab:           %d (bos %d, eos %d, add bos %s, pre-tokenizer %s)\n", tok.n_vocab(), tok.bos(),
+                tok.eos(), tok.add_bos() ? "yes" : "no", tok.pre_name().c_str());
+    std::printf("chat template:   %s\n", tmpl_desc.c_str());
+    std::printf("simd:            %s\n", simd_level());
+    return 0;
+}
+
+} // namespace actorserve::cli

@@ -1,0 +1,37 @@
+// The actorserve subcommands, one per file (cmd_<name>.cpp), and the options each takes.
+// Each returns the process exit code: 0 success, 1 an error already reported on stderr.
+#pragma once
+
+#include <string>
+
+#include "tools/cli_common.h"
+
+namespace actorserve::cli {
+
+struct generate_options {
+    model_options model;
+    run_options run;
+    std::string prompt;
+    bool chat = false;
+};
+
+// Complete a prompt (or, with --chat, one user message), streaming text to stdout.
+int cmd_generate(const generate_options &o);
+
+// Interactive conversation on stdin/stdout (/reset, /quit).
+int cmd_chat(const model_options &mo, const run_options &o, bool verbose);
+
+struct tokenize_options {
+    model_options model;
+    std::string text;
+    bool no_special = false;
+    bool pieces = false;
+};
+
+// Print the token ids of a text (with --pieces, one token per line with its text).
+int cmd_tokenize(const tokenize_options &o);
+
+// Describe a model file.
+int cmd_info(const model_options &o);
+
+} // namespace actorserve::cli
