@@ -15,12 +15,17 @@ llama_context::llama_context(const llama_model &model, const context_params &par
     : model_(model), params_(params),
       pool_(params.n_threads > 0 ? params.n_threads : thread_pool::default_threads()) {
     const llama_hparams &hp = model.hparams();
+    n_vocab_ = hp.n_vocab;
     params_.n_ctx = std::max(1, params_.n_ctx);
     params_.n_batch = std::max(1, params_.n_batch);
-    const size_t T = static_cast<size_t>(params_.n_batch);
+    params_.n_seq = std::max(1, params_.n_seq);
+    const size_t S = static_cast<size_t>(params_.n_seq), T = static_cast<size_t>(params_.n_batch);
     n_ctx_pad_ = (params_.n_ctx + 31) / 32 * 32;
-    k_cache_.assign(static_cast<size_t>(hp.n_layer) * params_.n_ctx * hp.n_kv(), 0);
-    v_cache_.assign(static_cast<size_t>(hp.n_layer) * hp.n_kv() * n_ctx_pad_, 0);
+    n_past_.assign(S, 0);
+    seq_last_.assign(S, -1);
+    seq_count_.assign(S, 0);
+    k_cache_.assign(S * hp.n_layer * params_.n_ctx * hp.n_kv(), 0);
+    v_cache_.assign(S * hp.n_layer * hp.n_kv() * n_ctx_pad_, 0);
     x_.resize(T * hp.n_embd);
     xb_.resize(T * hp.n_embd);
     q_.resize(T * hp.n_q());
@@ -32,47 +37,110 @@ llama_context::llama_context(const llama_model &model, const context_params &par
     scores_.resize(static_cast<size_t>(hp.n_head) * n_ctx_pad_);
     qh_.resize(static_cast<size_t>(hp.n_q()));
     ph_.assign(static_cast<size_t>(hp.n_head) * n_ctx_pad_, 0);
-    logits_.resize(static_cast<size_t>(hp.n_vocab));
+    logits_.resize(static_cast<size_t>(n_vocab_));
 }
 
-void llama_context::truncate(int n) {
-    assert(n >= 0 && n <= n_past_);
-    n_past_ = n;
+uint16_t *llama_context::k_row(int seq, int il, int pos) {
+    const llama_hparams &hp = model_.hparams();
+    return &k_cache_[((static_cast<size_t>(seq) * hp.n_layer + il) * params_.n_ctx + pos) * hp.n_kv()];
+}
+uint16_t *llama_context::v_col(int seq, int il, int pos) {
+    const llama_hparams &hp = model_.hparams();
+    return &v_cache_[(static_cast<size_t>(seq) * hp.n_layer + il) * hp.n_kv() * n_ctx_pad_ + pos];
+}
+const uint16_t *llama_context::k_layer(int seq, int il) const {
+    const llama_hparams &hp = model_.hparams();
+    return &k_cache_[(static_cast<size_t>(seq) * hp.n_layer + il) * params_.n_ctx * hp.n_kv()];
+}
+const uint16_t *llama_context::v_layer(int seq, int il) const {
+    const llama_hparams &hp = model_.hparams();
+    return &v_cache_[(static_cast<size_t>(seq) * hp.n_layer + il) * hp.n_kv() * n_ctx_pad_];
+}
+
+void llama_context::truncate(int n, int seq) {
+    assert(seq >= 0 && seq < params_.n_seq && n >= 0 && n <= n_past_[static_cast<size_t>(seq)]);
+    n_past_[static_cast<size_t>(seq)] = n;
+}
+
+bool llama_context::decode(std::span<const batch_token> batch, std::string &err) {
+    if (batch.empty()) {
+        err = "nothing to evaluate: the batch is empty";
+        return false;
+    }
+    if (batch.size() > static_cast<size_t>(params_.n_batch)) {
+        err = "batch of " + std::to_string(batch.size()) + " tokens exceeds n_batch " + std::to_string(params_.n_batch);
+        return false;
+    }
+    std::fill(seq_last_.begin(), seq_last_.end(), -1);
+    std::fill(seq_count_.begin(), seq_count_.end(), 0);
+    for (size_t i = 0; i < batch.size(); ++i) {
+        const batch_token &b = batch[i];
+        if (b.token < 0 || b.token >= n_vocab_) {
+            err = "token id " + std::to_string(b.token) + " at index " + std::to_string(i) +
+                  " is outside the vocabulary [0, " + std::to_string(n_vocab_) + ")";
+            return false;
+        }
+        if (b.seq < 0 || b.seq >= params_.n_seq) {
+            err = "sequence " + std::to_string(b.seq) + " at index " + std::to_string(i) + " is outside [0, " +
+                  std::to_string(params_.n_seq) + ")";
+            return false;
+        }
+        const size_t s = static_cast<size_t>(b.seq);
+        const int expected = seq_last_[s] >= 0 ? seq_last_[s] + 1 : n_past_[s];
+        if (b.pos != expected) {
+            err = "token at index " + std::to_string(i) + " has position " + std::to_string(b.pos) + " but sequence " +
+                  std::to_string(b.seq) + " continues at " + std::to_string(expected);
+            return false;
+        }
+        if (b.pos >= params_.n_ctx) {
+            err = "context overflow: sequence " + std::to_string(b.seq) + " would reach position " +
+                  std::to_string(b.pos) + ", context size " + std::to_string(params_.n_ctx);
+            return false;
+        }
+        seq_last_[s] = b.pos;
+        ++seq_count_[s];
+    }
+    forward(batch);
+    for (size_t s = 0; s < seq_last_.size(); ++s)
+        if (seq_last_[s] >= 0) n_past_[s] = seq_last_[s] + 1;
+    return true;
 }
 
 bool llama_context::eval(std::span<const int32_t> tokens, std::string &err) {
-    const int n_vocab = model_.hparams().n_vocab;
     if (tokens.empty()) {
         err = "nothing to evaluate: the token list is empty";
         return false;
     }
-    if (tokens.size() > static_cast<size_t>(params_.n_ctx - n_past_)) {
-        err = "context overflow: " + std::to_string(n_past_) + " tokens so far + " + std::to_string(tokens.size()) +
+    if (tokens.size() > static_cast<size_t>(params_.n_ctx - n_past_[0])) {
+        err = "context overflow: " + std::to_string(n_past_[0]) + " tokens so far + " + std::to_string(tokens.size()) +
               " new > context size " + std::to_string(params_.n_ctx);
         return false;
     }
     for (size_t i = 0; i < tokens.size(); ++i)
-        if (tokens[i] < 0 || tokens[i] >= n_vocab) {
+        if (tokens[i] < 0 || tokens[i] >= n_vocab_) {
             err = "token id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
-                  " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")";
+                  " is outside the vocabulary [0, " + std::to_string(n_vocab_) + ")";
             return false;
         }
-    const int n = static_cast<int>(tokens.size());
-    for (int i = 0; i < n; i += params_.n_batch) {
-        const int n_tok = std::min(params_.n_batch, n - i);
-        forward_chunk(tokens.data() + i, n_tok, n_past_, /*want_logits=*/i + n_tok == n);
-        n_past_ += n_tok;
+    std::vector<batch_token> chunk; // note: one small allocation per call, not per token
+    for (size_t i = 0; i < tokens.size(); i += static_cast<size_t>(params_.n_batch)) {
+        const size_t n = std::min(static_cast<size_t>(params_.n_batch), tokens.size() - i);
+        chunk.clear();
+        for (size_t t = 0; t < n; ++t)
+            chunk.push_back({tokens[i + t], 0, n_past_[0] + static_cast<int32_t>(t), i + t + 1 == tokens.size()});
+        if (!decode(chunk, err)) return false; // validated above; cannot fail halfway
     }
     return true;
 }
 
-void llama_context::forward_chunk(const int32_t *tokens, int n_tok, int pos0, bool want_logits) {
+void llama_context::forward(std::span<const batch_token> batch) {
     const llama_hparams &hp = model_.hparams();
     const int E = hp.n_embd, F = hp.n_ff, NQ = hp.n_q(), NKV = hp.n_kv(), HD = hp.head_dim;
+    const int n_tok = static_cast<int>(batch.size());
     const weight_matrix &embd = model_.token_embd();
 
     for (int t = 0; t < n_tok; ++t)
-        dequantize_row(embd.type, embd.data + static_cast<size_t>(tokens[t]) * embd.row_bytes, &x_[t * E], E);
+        dequantize_row(embd.type, embd.data + static_cast<size_t>(batch[t].token) * embd.row_bytes, &x_[t * E], E);
 
     for (int il = 0; il < hp.n_layer; ++il) {
         const llama_layer &L = model_.layers()[static_cast<size_t>(il)];
@@ -83,19 +151,19 @@ void llama_context::forward_chunk(const int32_t *tokens, int n_tok, int pos0, bo
         matmul(L.wk, xb_.data(), n_tok, k_.data(), pool_, xq_);
         matmul(L.wv, xb_.data(), n_tok, v_.data(), pool_, xq_);
         for (int t = 0; t < n_tok; ++t) {
-            const int pos = pos0 + t;
+            const int pos = batch[t].pos, seq = batch[t].seq;
             for (int h = 0; h < hp.n_head; ++h)
                 rope_norm(&q_[t * NQ + h * HD], HD, hp.n_rot, pos, hp.rope_theta, hp.rope_freq_scale, model_.rope_freqs());
             for (int h = 0; h < hp.n_head_kv; ++h)
                 rope_norm(&k_[t * NKV + h * HD], HD, hp.n_rot, pos, hp.rope_theta, hp.rope_freq_scale, model_.rope_freqs());
-            uint16_t *kc = &k_cache_[(static_cast<size_t>(il) * params_.n_ctx + pos) * NKV];
-            uint16_t *vc = &v_cache_[static_cast<size_t>(il) * NKV * n_ctx_pad_ + pos];
+            uint16_t *kc = k_row(seq, il, pos);
+            uint16_t *vc = v_col(seq, il, pos);
             for (int j = 0; j < NKV; ++j) {
                 kc[j] = fp32_to_fp16(k_[t * NKV + j]);
                 vc[static_cast<size_t>(j) * n_ctx_pad_] = fp32_to_fp16(v_[t * NKV + j]);
             }
         }
-        attention(n_tok, pos0, il);
+        attention(batch, il);
         matmul(L.wo, att_.data(), n_tok, xb_.data(), pool_, xq_);
         for (int t = 0; t < n_tok; ++t) add_inplace(&x_[t * E], &xb_[t * E], E);
 
@@ -108,13 +176,20 @@ void llama_context::forward_chunk(const int32_t *tokens, int n_tok, int pos0, bo
         for (int t = 0; t < n_tok; ++t) add_inplace(&x_[t * E], &xb_[t * E], E);
     }
 
-    if (!want_logits) return;
-    const float *last = &x_[(n_tok - 1) * E];
-    rms_norm(last, model_.output_norm(), xb_.data(), E, hp.rms_eps);
-    matmul(model_.output(), xb_.data(), 1, logits_.data(), pool_, xq_);
+    // --- logits, only for the rows that asked ---
+    n_outputs_ = 0;
+    for (const batch_token &b : batch) n_outputs_ += b.logits ? 1 : 0;
+    if (n_outputs_ == 0) return;
+    const size_t n_out = static_cast<size_t>(n_outputs_);
+    if (out_x_.size() < n_out * E) out_x_.resize(n_out * E);
+    if (logits_.size() < n_out * n_vocab_) logits_.resize(n_out * n_vocab_);
+    size_t o = 0;
+    for (int t = 0; t < n_tok; ++t)
+        if (batch[t].logits) rms_norm(&x_[t * E], model_.output_norm(), &out_x_[o++ * E], E, hp.rms_eps);
+    matmul(model_.output(), out_x_.data(), n_outputs_, logits_.data(), pool_, xq_);
 }
 
-// Causal grouped-query attention for the chunk's tokens, heads split across threads.
+// Causal grouped-query attention for the batch's tokens, heads split across threads.
 // For query head h the K/V head is h / (n_head / n_head_kv).
 //
 // note: the numerics follow llama.cpp's CPU path (F16 cache, no flash attention) step by
@@ -122,23 +197,21 @@ void llama_context::forward_chunk(const int32_t *tokens, int n_tok, int pos0, bo
 // enough that a one-ulp difference anywhere flips 8-bit activation roundings downstream and
 // moves logits by tenths. Concretely:
 //  - q and the softmax weights are rounded to half precision before their dot products;
-//  - every row spans n_kv keys: the cached positions rounded up to 32 (llama.cpp pads its
-//    cache view so), later ones masked to weight 0;
-//  - a chunk of one token sums its dot products in ggml's vec_dot order (dot_f16_lanes), a
-//    chunk of several in its GEMM order (dot_f16_gemm), since llama.cpp routes a batch
-//    through a tiled matrix kernel. The two orders differ in the last bits, which is why a
-//    prompt and the same tokens fed one by one need not give identical logits (in llama.cpp
-//    as here).
-// Cost: O(n_kv * head_dim) per head and token, with scalar half conversions; no tiling yet.
-void llama_context::attention(int n_tok, int pos0, int il) {
+//  - a token's row spans n_kv keys: its sequence's positions up to the end of this batch,
+//    rounded up to 32 (llama.cpp pads its cache view so), later ones masked to weight 0;
+//  - a sequence with one token in the batch sums its dot products in ggml's vec_dot order
+//    (dot_f16_lanes), one with several in its GEMM order (dot_f16_gemm), since llama.cpp
+//    routes a multi-token batch through a tiled matrix kernel. So a prompt evaluated at once
+//    and the same tokens fed one by one differ in the last bits (in llama.cpp as here).
+// Both choices depend only on the token's own sequence, never on the others in the batch:
+// that is what makes a sequence's logits the same alone or batched.
+// Cost: O(n_kv * head_dim) per head and token; no tiling yet.
+void llama_context::attention(std::span<const batch_token> batch, int il) {
     const llama_hparams &hp = model_.hparams();
     const int NQ = hp.n_q(), NKV = hp.n_kv(), HD = hp.head_dim;
     const int group = hp.n_head / hp.n_head_kv;
     const float scale = 1.0f / std::sqrt(static_cast<float>(HD));
-    const uint16_t *kc = &k_cache_[static_cast<size_t>(il) * params_.n_ctx * NKV];
-    const uint16_t *vc = &v_cache_[static_cast<size_t>(il) * NKV * n_ctx_pad_];
-    const int n_kv = std::min((pos0 + n_tok + 31) / 32 * 32, n_ctx_pad_);
-    float (*const dot)(int, const uint16_t *, const uint16_t *) = n_tok > 1 ? dot_f16_gemm : dot_f16_lanes;
+    const int n_tok = static_cast<int>(batch.size());
 
     pool_.parallel_for(hp.n_head, [&](int64_t h0, int64_t h1) {
         for (int64_t h = h0; h < h1; ++h) {
@@ -147,7 +220,12 @@ void llama_context::attention(int n_tok, int pos0, int il) {
             uint16_t *qh = &qh_[static_cast<size_t>(h) * HD];
             uint16_t *ph = &ph_[static_cast<size_t>(h) * n_ctx_pad_];
             for (int t = 0; t < n_tok; ++t) {
-                const int n_keys = pos0 + t + 1; // causal: positions 0 .. pos0+t
+                const size_t s = static_cast<size_t>(batch[t].seq);
+                const uint16_t *kc = k_layer(batch[t].seq, il), *vc = v_layer(batch[t].seq, il);
+                const int n_keys = batch[t].pos + 1; // causal: positions 0 .. pos
+                const int n_kv = std::min((seq_last_[s] + 1 + 31) / 32 * 32, n_ctx_pad_);
+                float (*const dot)(int, const uint16_t *, const uint16_t *) =
+                    seq_count_[s] > 1 ? dot_f16_gemm : dot_f16_lanes;
                 convert_row_f16(&q_[t * NQ + h * HD], qh, HD);
                 for (int j = 0; j < n_keys; ++j) sc[j] = dot(HD, kc + static_cast<size_t>(j) * NKV + kvh * HD, qh);
                 std::fill(sc + n_keys, sc + n_kv, -INFINITY);

@@ -123,7 +123,7 @@ constexpr int kGreedy = 16;
 const context_params kCtx{.n_ctx = 128, .n_batch = 64, .n_threads = 1};
 
 // Index of the largest logit, the lowest on ties.
-int32_t argmax(const std::vector<float> &v) {
+int32_t argmax(std::span<const float> v) {
     size_t best = 0;
     for (size_t i = 1; i < v.size(); ++i)
         if (v[i] > v[best]) best = i;
