@@ -217,45 +217,102 @@ AS_AVX2 inline __m256 dot_i8_i8(__m256i x, __m256i y) {
 }
 } // namespace
 
-AS_AVX2 float dot_q4_0_q8_0_avx2(int64_t n, const void *wv, const void *xv) {
-    const block_q4_0 *w = static_cast<const block_q4_0 *>(wv);
-    const block_q8_0 *x = static_cast<const block_q8_0 *>(xv);
-    __m256 acc = _mm256_setzero_ps();
+// Multi-column kernels: out[c] = dot(w, x_c) for NC activation rows x_c = x + c * xs bytes,
+// with one pass over the weight row (its nibbles unpacked once per block for all columns).
+// note: each column's accumulator sees exactly the operations of a one-column call, in the
+// same order, so a result does not depend on how many columns share the pass; the one-column
+// kernels below are these templates with NC = 1.
+namespace {
+template <int NC> AS_AVX2 void cols_q4_0_q8_0(int64_t n, const block_q4_0 *w, const uint8_t *x, size_t xs, float *out) {
+    __m256 acc[NC];
+    for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK; ++b) {
-        const __m256 d = _mm256_set1_ps(h2f(w[b].d) * h2f(x[b].d));
+        const float dw = h2f(w[b].d);
         const __m256i qw = _mm256_sub_epi8(unpack_nibbles(w[b].qs), _mm256_set1_epi8(8));
-        const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x[b].qs));
-        acc = _mm256_fmadd_ps(d, dot_i8_i8(qw, qx), acc);
+        for (int c = 0; c < NC; ++c) {
+            const block_q8_0 &xb = reinterpret_cast<const block_q8_0 *>(x + c * xs)[b];
+            const __m256 d = _mm256_set1_ps(dw * h2f(xb.d));
+            const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xb.qs));
+            acc[c] = _mm256_fmadd_ps(d, dot_i8_i8(qw, qx), acc[c]);
+        }
     }
-    return hsum8(acc);
+    for (int c = 0; c < NC; ++c) out[c] = hsum8(acc[c]);
 }
 
-AS_AVX2 float dot_q4_1_q8_1_avx2(int64_t n, const void *wv, const void *xv) {
-    const block_q4_1 *w = static_cast<const block_q4_1 *>(wv);
-    const block_q8_1 *x = static_cast<const block_q8_1 *>(xv);
-    __m256 acc = _mm256_setzero_ps();
-    float mins = 0.0f;
+template <int NC> AS_AVX2 void cols_q4_1_q8_1(int64_t n, const block_q4_1 *w, const uint8_t *x, size_t xs, float *out) {
+    __m256 acc[NC];
+    float mins[NC];
+    for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps(), mins[c] = 0.0f;
     for (int64_t b = 0; b < n / QK; ++b) {
-        const __m256 d = _mm256_set1_ps(h2f(w[b].d) * h2f(x[b].d));
-        mins = std::fma(h2f(w[b].m), h2f(x[b].s), mins); // fused, as llama.cpp's build computes it
+        const float dw = h2f(w[b].d), mw = h2f(w[b].m);
         const __m256i qw = unpack_nibbles(w[b].qs);
-        const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x[b].qs));
-        acc = _mm256_fmadd_ps(d, dot_u8_i8(qw, qx), acc);
+        for (int c = 0; c < NC; ++c) {
+            const block_q8_1 &xb = reinterpret_cast<const block_q8_1 *>(x + c * xs)[b];
+            const __m256 d = _mm256_set1_ps(dw * h2f(xb.d));
+            mins[c] = std::fma(mw, h2f(xb.s), mins[c]); // fused, as llama.cpp's build computes it
+            const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xb.qs));
+            acc[c] = _mm256_fmadd_ps(d, dot_u8_i8(qw, qx), acc[c]);
+        }
     }
-    return hsum8(acc) + mins;
+    for (int c = 0; c < NC; ++c) out[c] = hsum8(acc[c]) + mins[c];
 }
 
-AS_AVX2 float dot_q8_0_q8_0_avx2(int64_t n, const void *wv, const void *xv) {
-    const block_q8_0 *w = static_cast<const block_q8_0 *>(wv);
-    const block_q8_0 *x = static_cast<const block_q8_0 *>(xv);
-    __m256 acc = _mm256_setzero_ps();
+template <int NC> AS_AVX2 void cols_q8_0_q8_0(int64_t n, const block_q8_0 *w, const uint8_t *x, size_t xs, float *out) {
+    __m256 acc[NC];
+    for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK; ++b) {
-        const __m256 d = _mm256_set1_ps(h2f(w[b].d) * h2f(x[b].d));
+        const float dw = h2f(w[b].d);
         const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(w[b].qs));
-        const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x[b].qs));
-        acc = _mm256_fmadd_ps(d, dot_i8_i8(qw, qx), acc);
+        for (int c = 0; c < NC; ++c) {
+            const block_q8_0 &xb = reinterpret_cast<const block_q8_0 *>(x + c * xs)[b];
+            const __m256 d = _mm256_set1_ps(dw * h2f(xb.d));
+            const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xb.qs));
+            acc[c] = _mm256_fmadd_ps(d, dot_i8_i8(qw, qx), acc[c]);
+        }
     }
-    return hsum8(acc);
+    for (int c = 0; c < NC; ++c) out[c] = hsum8(acc[c]);
+}
+
+// Instantiates a column count chosen at run time (1..kMaxCols).
+template <template <int> class K, class W>
+void cols_dispatch(int64_t n, const void *w, const void *x, size_t xs, int nc, float *out) {
+    const W *wb = static_cast<const W *>(w);
+    const uint8_t *xb = static_cast<const uint8_t *>(x);
+    switch (nc) {
+    case 1: K<1>::run(n, wb, xb, xs, out); return;
+    case 2: K<2>::run(n, wb, xb, xs, out); return;
+    case 3: K<3>::run(n, wb, xb, xs, out); return;
+    default: K<4>::run(n, wb, xb, xs, out); return;
+    }
+}
+template <int NC> struct k_q4_0 { static void run(int64_t n, const block_q4_0 *w, const uint8_t *x, size_t xs, float *o) { cols_q4_0_q8_0<NC>(n, w, x, xs, o); } };
+template <int NC> struct k_q4_1 { static void run(int64_t n, const block_q4_1 *w, const uint8_t *x, size_t xs, float *o) { cols_q4_1_q8_1<NC>(n, w, x, xs, o); } };
+template <int NC> struct k_q8_0 { static void run(int64_t n, const block_q8_0 *w, const uint8_t *x, size_t xs, float *o) { cols_q8_0_q8_0<NC>(n, w, x, xs, o); } };
+} // namespace
+
+AS_AVX2 float dot_q4_0_q8_0_avx2(int64_t n, const void *w, const void *x) {
+    float r;
+    cols_q4_0_q8_0<1>(n, static_cast<const block_q4_0 *>(w), static_cast<const uint8_t *>(x), 0, &r);
+    return r;
+}
+AS_AVX2 float dot_q4_1_q8_1_avx2(int64_t n, const void *w, const void *x) {
+    float r;
+    cols_q4_1_q8_1<1>(n, static_cast<const block_q4_1 *>(w), static_cast<const uint8_t *>(x), 0, &r);
+    return r;
+}
+AS_AVX2 float dot_q8_0_q8_0_avx2(int64_t n, const void *w, const void *x) {
+    float r;
+    cols_q8_0_q8_0<1>(n, static_cast<const block_q8_0 *>(w), static_cast<const uint8_t *>(x), 0, &r);
+    return r;
+}
+void cols_q4_0_q8_0_avx2(int64_t n, const void *w, const void *x, size_t xs, int nc, float *out) {
+    cols_dispatch<k_q4_0, block_q4_0>(n, w, x, xs, nc, out);
+}
+void cols_q4_1_q8_1_avx2(int64_t n, const void *w, const void *x, size_t xs, int nc, float *out) {
+    cols_dispatch<k_q4_1, block_q4_1>(n, w, x, xs, nc, out);
+}
+void cols_q8_0_q8_0_avx2(int64_t n, const void *w, const void *x, size_t xs, int nc, float *out) {
+    cols_dispatch<k_q8_0, block_q8_0>(n, w, x, xs, nc, out);
 }
 
 AS_AVX2 float dot_f16_f16_avx2(int64_t n, const void *wv, const void *xv) {
@@ -305,6 +362,26 @@ bool use_avx2() {
 } // namespace
 
 const char *simd_level() { return use_avx2() ? "avx2" : "ref"; }
+
+namespace {
+// Columns one by one through a one-column kernel: the fallback for formats and CPUs without
+// a multi-column kernel.
+template <dot_fn F> void cols_by_dot(int64_t n, const void *w, const void *x, size_t xs, int nc, float *out) {
+    for (int c = 0; c < nc; ++c) out[c] = F(n, w, static_cast<const uint8_t *>(x) + c * xs);
+}
+} // namespace
+
+dot_cols_fn dot_cols_kernel(tensor_type weight) {
+    const bool v = use_avx2();
+    switch (weight) {
+    case tensor_type::q4_0: return v ? cols_q4_0_q8_0_avx2 : cols_by_dot<dot_q4_0_q8_0_ref>;
+    case tensor_type::q4_1: return v ? cols_q4_1_q8_1_avx2 : cols_by_dot<dot_q4_1_q8_1_ref>;
+    case tensor_type::q8_0: return v ? cols_q8_0_q8_0_avx2 : cols_by_dot<dot_q8_0_q8_0_ref>;
+    case tensor_type::f16: return v ? cols_by_dot<dot_f16_f16_avx2> : cols_by_dot<dot_f16_f16_ref>;
+    case tensor_type::f32: return v ? cols_by_dot<dot_f32_f32_avx2> : cols_by_dot<dot_f32_f32_ref>;
+    default: return nullptr;
+    }
+}
 
 dot_fn dot_kernel(tensor_type weight) {
     const bool v = use_avx2();

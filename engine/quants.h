@@ -59,6 +59,15 @@ float dot_q8_0_q8_0_avx2(int64_t n, const void *w, const void *x);
 float dot_f16_f16_avx2(int64_t n, const void *w, const void *x);
 float dot_f32_f32_avx2(int64_t n, const void *w, const void *x);
 
+// out[c] = dot(w, x + c * x_stride) for c < n_cols (1..kMaxCols): one pass over a weight row
+// for several activation rows. Bit-identical to n_cols separate dot_fn calls.
+constexpr int kMaxCols = 4;
+using dot_cols_fn = void (*)(int64_t n, const void *w, const void *x, size_t x_stride, int n_cols, float *out);
+void cols_q4_0_q8_0_avx2(int64_t n, const void *w, const void *x, size_t x_stride, int n_cols, float *out);
+void cols_q4_1_q8_1_avx2(int64_t n, const void *w, const void *x, size_t x_stride, int n_cols, float *out);
+void cols_q8_0_q8_0_avx2(int64_t n, const void *w, const void *x, size_t x_stride, int n_cols, float *out);
+dot_cols_fn dot_cols_kernel(tensor_type weight);
+
 // The kernel for a weight type, chosen once from what the CPU reports
 // (ACTORSERVE_SIMD=ref in the environment forces the references).
 dot_fn dot_kernel(tensor_type weight);

@@ -258,3 +258,29 @@ TEST_CASE("ops: AVX2 f16 dots are bit-identical to their references in both orde
         CHECK(std::memcmp(&r2, &s2, 4) == 0);
     }
 }
+
+TEST_CASE("kernels: multi-column kernels give each column the one-column result, bit for bit") {
+    for (tensor_type t : {tensor_type::q4_0, tensor_type::q4_1, tensor_type::q8_0, tensor_type::f16, tensor_type::f32}) {
+        CAPTURE(tensor_type_name(t));
+        const int n = 576;
+        const std::vector<uint8_t> wq = make_weight(t, wave(n, 0.4f));
+        const tensor_type at = activation_type(t);
+        const size_t xs = row_bytes(at, n);
+        std::vector<uint8_t> xq(xs * kMaxCols);
+        for (int c = 0; c < kMaxCols; ++c) {
+            const std::vector<float> x = wave(n, 1.0f + static_cast<float>(c));
+            quantize_row(at, x.data(), xq.data() + c * xs, n);
+        }
+        const dot_fn one = dot_kernel(t);
+        const dot_cols_fn cols = dot_cols_kernel(t);
+        REQUIRE(reinterpret_cast<void *>(cols) != nullptr);
+        for (int nc = 1; nc <= kMaxCols; ++nc) {
+            float out[kMaxCols];
+            cols(n, wq.data(), xq.data(), xs, nc, out);
+            for (int c = 0; c < nc; ++c) {
+                const float single = one(n, wq.data(), xq.data() + c * xs);
+                CHECK(std::memcmp(&single, &out[c], sizeof(float)) == 0);
+            }
+        }
+    }
+}
