@@ -68,7 +68,7 @@ float exp_poly(float x) {
     return std::fma(s2, j, s2) * s1;
 }
 
-void softmax(float *x, int n, float scale) {
+void softmax_ref(float *x, int n, float scale) {
     float mx = -INFINITY;
     for (int i = 0; i < n; ++i) {
         x[i] *= scale;
@@ -88,7 +88,7 @@ void softmax(float *x, int n, float scale) {
     for (int i = 0; i < n; ++i) x[i] *= inv;
 }
 
-void swiglu(const float *g, const float *u, float *y, int n) {
+void swiglu_ref(const float *g, const float *u, float *y, int n) {
     const int n8 = n & ~7;
     int i = 0;
     for (; i < n8; ++i) y[i] = g[i] / (1.0f + exp_poly(0.0f - g[i])) * u[i];
@@ -159,14 +159,95 @@ AS_AVX2 float dot_f16_gemm_avx2(int n, const uint16_t *a, const uint16_t *b) {
     return _mm_cvtss_f32(t);
 }
 
-float dot_f16_lanes(int n, const uint16_t *a, const uint16_t *b) {
+namespace {
+// exp_poly on 8 lanes: the same steps as the scalar version, lane for lane.
+AS_AVX2 inline __m256 exp_poly8(__m256 x) {
+    const __m256 shift = _mm256_set1_ps(0x1.8p23f);
+    const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), shift);
+    const __m256 n = _mm256_sub_ps(z, shift);
+    const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
+                                      _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+    const __m256i e = _mm256_slli_epi32(_mm256_castps_si256(z), 23);
+    const __m256 k = _mm256_castsi256_ps(_mm256_add_epi32(e, _mm256_castps_si256(_mm256_set1_ps(1.0f))));
+    const __m256 u = _mm256_mul_ps(b, b);
+    const __m256 j = _mm256_fmadd_ps(
+        _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
+                        _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f))),
+        u, _mm256_mul_ps(_mm256_set1_ps(0x1.ffffecp-1f), b));
+    const __m256 abs_n = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), n);
+    const __m256 big = _mm256_cmp_ps(abs_n, _mm256_set1_ps(126.0f), _CMP_GT_OQ);
+    const __m256 normal = _mm256_fmadd_ps(j, k, k);
+    if (_mm256_movemask_ps(big) == 0) return normal;
+    // some lane has |n| > 126: scale in two steps there, saturate past 192 (as the scalar)
+    const __m256i g = _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(n, _mm256_setzero_ps(), _CMP_LE_OQ)),
+                                       _mm256_set1_epi32(static_cast<int>(0x82000000u)));
+    const __m256 s1 = _mm256_castsi256_ps(_mm256_add_epi32(g, _mm256_set1_epi32(0x7f000000)));
+    const __m256 s2 = _mm256_castsi256_ps(_mm256_sub_epi32(e, g));
+    const __m256 huge = _mm256_cmp_ps(abs_n, _mm256_set1_ps(192.0f), _CMP_GT_OQ);
+    const __m256 scaled = _mm256_mul_ps(_mm256_fmadd_ps(s2, j, s2), s1);
+    const __m256 r = _mm256_blendv_ps(normal, scaled, big);
+    return _mm256_blendv_ps(r, _mm256_mul_ps(s1, s1), huge);
+}
+
+AS_AVX2 inline float hsum8_avx2(__m256 v) {
+    __m128 t = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    t = _mm_add_ps(t, _mm_movehl_ps(t, t));
+    t = _mm_add_ss(t, _mm_movehdup_ps(t));
+    return _mm_cvtss_f32(t);
+}
+} // namespace
+
+AS_AVX2 void softmax_avx2(float *x, int n, float scale) {
+    float mx = -INFINITY;
+    for (int i = 0; i < n; ++i) {
+        x[i] *= scale;
+        mx = std::fmax(mx, x[i]);
+    }
+    double sum = 0.0;
+    const int n8 = n & ~7;
+    const __m256 vmx = _mm256_set1_ps(mx);
+    for (int i = 0; i < n8; i += 8) {
+        const __m256 e = exp_poly8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmx));
+        _mm256_storeu_ps(x + i, e);
+        sum += static_cast<double>(hsum8_avx2(e));
+    }
+    for (int i = n8; i < n; ++i) {
+        x[i] = std::exp(x[i] - mx);
+        sum += static_cast<double>(x[i]);
+    }
+    const __m256 inv = _mm256_set1_ps(static_cast<float>(1.0 / sum));
+    int i = 0;
+    for (; i < n8; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
+    for (; i < n; ++i) x[i] *= static_cast<float>(1.0 / sum);
+}
+
+AS_AVX2 void swiglu_avx2(const float *g, const float *u, float *y, int n) {
+    const int n8 = n & ~7;
+    const __m256 one = _mm256_set1_ps(1.0f);
+    for (int i = 0; i < n8; i += 8) {
+        const __m256 gv = _mm256_loadu_ps(g + i);
+        const __m256 e = exp_poly8(_mm256_sub_ps(_mm256_setzero_ps(), gv));
+        _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_div_ps(gv, _mm256_add_ps(one, e)), _mm256_loadu_ps(u + i)));
+    }
+    for (int i = n8; i < n; ++i) y[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
+namespace {
+bool ops_simd() {
     static const bool simd = std::string_view(simd_level()) == "avx2";
-    return simd ? dot_f16_lanes_avx2(n, a, b) : dot_f16_lanes_ref(n, a, b);
+    return simd;
+}
+} // namespace
+
+void softmax(float *x, int n, float scale) { ops_simd() ? softmax_avx2(x, n, scale) : softmax_ref(x, n, scale); }
+void swiglu(const float *g, const float *u, float *y, int n) { ops_simd() ? swiglu_avx2(g, u, y, n) : swiglu_ref(g, u, y, n); }
+
+float dot_f16_lanes(int n, const uint16_t *a, const uint16_t *b) {
+    return ops_simd() ? dot_f16_lanes_avx2(n, a, b) : dot_f16_lanes_ref(n, a, b);
 }
 
 float dot_f16_gemm(int n, const uint16_t *a, const uint16_t *b) {
-    static const bool simd = std::string_view(simd_level()) == "avx2";
-    return simd ? dot_f16_gemm_avx2(n, a, b) : dot_f16_gemm_ref(n, a, b);
+    return ops_simd() ? dot_f16_gemm_avx2(n, a, b) : dot_f16_gemm_ref(n, a, b);
 }
 
 } // namespace actorserve

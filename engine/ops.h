@@ -27,9 +27,13 @@ float exp_poly(float x);
 // (pairwise within a group, groups added in double), the order of llama.cpp's AVX2 softmax;
 // a tail of n % 8 by libm, as its scalar remainder. Entries of -inf get weight 0.
 void softmax(float *x, int n, float scale);
+void softmax_ref(float *x, int n, float scale);
+void softmax_avx2(float *x, int n, float scale); // bit-identical to softmax_ref
 
 // y = silu(g) * u, silu(g) = g / (1 + e^-g) with e^-g by exp_poly.  g, u, y: (n,); y may alias g.
 void swiglu(const float *g, const float *u, float *y, int n);
+void swiglu_ref(const float *g, const float *u, float *y, int n);
+void swiglu_avx2(const float *g, const float *u, float *y, int n); // bit-identical to swiglu_ref
 
 // sum_i a[i] * b[i] over halves widened to float: 32 partial sums (4 x 8 lanes) by fma, folded
 // pairwise, then the tail in double. This is llama.cpp's F16 dot order, used for attention so

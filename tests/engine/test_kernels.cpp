@@ -284,3 +284,21 @@ TEST_CASE("kernels: multi-column kernels give each column the one-column result,
         }
     }
 }
+
+TEST_CASE("ops: AVX2 softmax and swiglu are bit-identical to their references, far tails too") {
+    if (!cpu_has_avx2()) return;
+    for (int n : {1, 7, 8, 13, 64, 100}) {
+        CAPTURE(n);
+        std::vector<float> a(static_cast<size_t>(n));
+        for (int i = 0; i < n; ++i) a[static_cast<size_t>(i)] = 40.0f * std::sin(static_cast<float>(i) * 1.3f) - (i % 5 == 0 ? 150.0f : 0.0f);
+        if (n > 3) a[2] = -INFINITY;
+        std::vector<float> r = a, s = a;
+        softmax_ref(r.data(), n, 0.7f);
+        softmax_avx2(s.data(), n, 0.7f);
+        CHECK(std::memcmp(r.data(), s.data(), sizeof(float) * r.size()) == 0);
+        std::vector<float> u = wave(n, 0.5f), yr(static_cast<size_t>(n)), ys(static_cast<size_t>(n));
+        swiglu_ref(a.data(), u.data(), yr.data(), n);
+        swiglu_avx2(a.data(), u.data(), ys.data(), n);
+        CHECK(std::memcmp(yr.data(), ys.data(), sizeof(float) * yr.size()) == 0);
+    }
+}
