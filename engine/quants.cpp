@@ -53,13 +53,13 @@ float quantize_block_q8(const float *x, int8_t *q, uint16_t &d_half, int &sum) {
 }
 } // namespace
 
-void quantize_row_q8_0(const float *x, block_q8_0 *y, int64_t n) {
+void quantize_row_q8_0_ref(const float *x, block_q8_0 *y, int64_t n) {
     assert(n % QK == 0);
     int sum;
     for (int64_t b = 0; b < n / QK; ++b) quantize_block_q8(x + b * QK, y[b].qs, y[b].d, sum);
 }
 
-void quantize_row_q8_1(const float *x, block_q8_1 *y, int64_t n) {
+void quantize_row_q8_1_ref(const float *x, block_q8_1 *y, int64_t n) {
     assert(n % QK == 0);
     for (int64_t b = 0; b < n / QK; ++b) {
         int sum;
@@ -68,7 +68,7 @@ void quantize_row_q8_1(const float *x, block_q8_1 *y, int64_t n) {
     }
 }
 
-void convert_row_f16(const float *x, uint16_t *y, int64_t n) {
+void convert_row_f16_ref(const float *x, uint16_t *y, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(x[i]);
 }
 
@@ -339,6 +339,61 @@ AS_AVX2 float dot_f32_f32_avx2(int64_t n, const void *wv, const void *xv) {
     return sum;
 }
 
+// Activation quantization, 8 lanes at a time: max |x| is exact in any order, x * 127/amax is
+// one multiply per lane, rounding is to nearest even as nearbyint, and the block sum is an
+// exact integer; so every byte equals the reference's.
+namespace {
+AS_AVX2 inline float quantize_block_q8_avx2(const float *x, int8_t *q, uint16_t &d_half, int &sum) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 v[4], m = _mm256_setzero_ps();
+    for (int k = 0; k < 4; ++k) {
+        v[k] = _mm256_loadu_ps(x + 8 * k);
+        m = _mm256_max_ps(m, _mm256_andnot_ps(sign, v[k]));
+    }
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const float amax = _mm_cvtss_f32(m4);
+    const float d = amax / 127.0f;
+    const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
+    d_half = static_cast<uint16_t>(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
+    __m256i i[4];
+    for (int k = 0; k < 4; ++k)
+        i[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    const __m256i s = _mm256_add_epi32(_mm256_add_epi32(i[0], i[1]), _mm256_add_epi32(i[2], i[3]));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+    sum = _mm_cvtsi128_si32(s4);
+    // int32 -> int8 with saturation (values are within [-127, 127]); packs interleave the lanes,
+    // the permute restores element order
+    const __m256i a = _mm256_packs_epi32(i[0], i[1]), b = _mm256_packs_epi32(i[2], i[3]);
+    const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(a, b), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(q), bytes);
+    return d;
+}
+} // namespace
+
+AS_AVX2 void quantize_row_q8_0_avx2(const float *x, block_q8_0 *y, int64_t n) {
+    int sum;
+    for (int64_t b = 0; b < n / QK; ++b) quantize_block_q8_avx2(x + b * QK, y[b].qs, y[b].d, sum);
+}
+
+AS_AVX2 void quantize_row_q8_1_avx2(const float *x, block_q8_1 *y, int64_t n) {
+    for (int64_t b = 0; b < n / QK; ++b) {
+        int sum;
+        const float d = quantize_block_q8_avx2(x + b * QK, y[b].qs, y[b].d, sum);
+        y[b].s = static_cast<uint16_t>(_cvtss_sh(d * static_cast<float>(sum), _MM_FROUND_TO_NEAREST_INT));
+    }
+}
+
+AS_AVX2 void convert_row_f16_avx2(const float *x, uint16_t *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; ++i) y[i] = fp32_to_fp16(x[i]);
+}
+
 // ---- dispatch --------------------------------------------------------------------------------
 
 bool cpu_has_avx2() {
@@ -362,6 +417,18 @@ bool use_avx2() {
 } // namespace
 
 const char *simd_level() { return use_avx2() ? "avx2" : "ref"; }
+
+void quantize_row_q8_0(const float *x, block_q8_0 *y, int64_t n) {
+    assert(n % QK == 0);
+    use_avx2() ? quantize_row_q8_0_avx2(x, y, n) : quantize_row_q8_0_ref(x, y, n);
+}
+void quantize_row_q8_1(const float *x, block_q8_1 *y, int64_t n) {
+    assert(n % QK == 0);
+    use_avx2() ? quantize_row_q8_1_avx2(x, y, n) : quantize_row_q8_1_ref(x, y, n);
+}
+void convert_row_f16(const float *x, uint16_t *y, int64_t n) {
+    use_avx2() ? convert_row_f16_avx2(x, y, n) : convert_row_f16_ref(x, y, n);
+}
 
 namespace {
 // Columns one by one through a one-column kernel: the fallback for formats and CPUs without

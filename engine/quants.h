@@ -41,6 +41,13 @@ void quantize_row_q8_0(const float *x, block_q8_0 *y, int64_t n);
 void quantize_row_q8_1(const float *x, block_q8_1 *y, int64_t n);
 // x (n,) -> half precision
 void convert_row_f16(const float *x, uint16_t *y, int64_t n);
+// The variants behind the three above; every output byte identical.
+void quantize_row_q8_0_ref(const float *x, block_q8_0 *y, int64_t n);
+void quantize_row_q8_1_ref(const float *x, block_q8_1 *y, int64_t n);
+void convert_row_f16_ref(const float *x, uint16_t *y, int64_t n);
+void quantize_row_q8_0_avx2(const float *x, block_q8_0 *y, int64_t n);
+void quantize_row_q8_1_avx2(const float *x, block_q8_1 *y, int64_t n);
+void convert_row_f16_avx2(const float *x, uint16_t *y, int64_t n);
 // Quantizes/converts a row into the activation format t; y must hold row_bytes(t, n).
 void quantize_row(tensor_type t, const float *x, void *y, int64_t n);
 // Weight row (n elements of type t) -> float.

@@ -302,3 +302,23 @@ TEST_CASE("ops: AVX2 softmax and swiglu are bit-identical to their references, f
         CHECK(std::memcmp(yr.data(), ys.data(), sizeof(float) * yr.size()) == 0);
     }
 }
+
+TEST_CASE("quants: AVX2 activation quantization writes the reference's bytes") {
+    if (!cpu_has_avx2()) return;
+    const int n = 32 * 9;
+    std::vector<float> x = wave(n, 0.3f);
+    for (int i = 0; i < 32; ++i) x[static_cast<size_t>(32 + i)] = 0.0f;       // an all-zero block
+    for (int i = 0; i < 32; ++i) x[static_cast<size_t>(64 + i)] = static_cast<float>(i) - 15.5f; // ties at .5
+    std::vector<block_q8_0> a(n / 32), b(n / 32);
+    quantize_row_q8_0_ref(x.data(), a.data(), n);
+    quantize_row_q8_0_avx2(x.data(), b.data(), n);
+    CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(block_q8_0)) == 0);
+    std::vector<block_q8_1> c(n / 32), d(n / 32);
+    quantize_row_q8_1_ref(x.data(), c.data(), n);
+    quantize_row_q8_1_avx2(x.data(), d.data(), n);
+    CHECK(std::memcmp(c.data(), d.data(), c.size() * sizeof(block_q8_1)) == 0);
+    std::vector<uint16_t> e(n), f(n);
+    convert_row_f16_ref(x.data(), e.data(), n - 3);
+    convert_row_f16_avx2(x.data(), f.data(), n - 3);
+    CHECK(e == f);
+}
