@@ -61,13 +61,13 @@ int main(int argc, char **argv) {
         std::printf("{\"test\":\"pp%d\",\"tok_s\":%.2f}\n", n_prompt, n_prompt / seconds_since(t0));
     }
 
-    std::vector<int> seq_counts;
-    if (what == "tg" || what == "all") seq_counts.push_back(1);
+    std::vector<std::pair<std::string, int>> runs; // (label, sequences)
+    if (what == "tg" || what == "all") runs.emplace_back("tg", 1);
     if (what == "batch" || what == "all") {
         std::stringstream ss(seqs_list);
-        for (std::string item; std::getline(ss, item, ',');) seq_counts.push_back(std::stoi(item));
+        for (std::string item; std::getline(ss, item, ',');) runs.emplace_back("batch", std::stoi(item));
     }
-    for (int n_seq : seq_counts) {
+    for (const auto &[label, n_seq] : runs) {
         // Each sequence gets a short prompt of its own, then all decode greedily together.
         context_params cp;
         cp.n_ctx = 32 + n_gen;
@@ -87,8 +87,7 @@ int main(int argc, char **argv) {
             if (!ctx.decode(batch, err)) return std::fprintf(stderr, "engine_bench: error: %s\n", err.c_str()), 1;
         }
         const double secs = seconds_since(t0);
-        std::printf("{\"test\":\"%s\",\"seqs\":%d,\"tok_s\":%.2f}\n", n_seq == 1 ? "tg" : "batch", n_seq,
-                    n_seq * n_gen / secs);
+        std::printf("{\"test\":\"%s\",\"seqs\":%d,\"tok_s\":%.2f}\n", label.c_str(), n_seq, n_seq * n_gen / secs);
     }
     return 0;
 }
