@@ -38,6 +38,7 @@ llama_context::llama_context(const llama_model &model, const context_params &par
     qh_.resize(static_cast<size_t>(hp.n_q()));
     ph_.assign(static_cast<size_t>(hp.n_head) * n_ctx_pad_, 0);
     logits_.resize(static_cast<size_t>(n_vocab_));
+    eval_batch_.reserve(T);
 }
 
 uint16_t *llama_context::k_row(int seq, int il, int pos) {
@@ -122,13 +123,12 @@ bool llama_context::eval(std::span<const int32_t> tokens, std::string &err) {
                   " is outside the vocabulary [0, " + std::to_string(n_vocab_) + ")";
             return false;
         }
-    std::vector<batch_token> chunk; // note: one small allocation per call, not per token
     for (size_t i = 0; i < tokens.size(); i += static_cast<size_t>(params_.n_batch)) {
         const size_t n = std::min(static_cast<size_t>(params_.n_batch), tokens.size() - i);
-        chunk.clear();
+        eval_batch_.clear(); // capacity n_batch, reserved once
         for (size_t t = 0; t < n; ++t)
-            chunk.push_back({tokens[i + t], 0, n_past_[0] + static_cast<int32_t>(t), i + t + 1 == tokens.size()});
-        if (!decode(chunk, err)) return false; // validated above; cannot fail halfway
+            eval_batch_.push_back({tokens[i + t], 0, n_past_[0] + static_cast<int32_t>(t), i + t + 1 == tokens.size()});
+        if (!decode(eval_batch_, err)) return false; // validated above; cannot fail halfway
     }
     return true;
 }

@@ -99,6 +99,7 @@ private:
     std::vector<uint8_t> xq_;   // quantized activations for matmul
     std::vector<float> out_x_;  // (n_outputs, n_embd) normed rows that want logits
     std::vector<float> logits_; // (n_outputs, n_vocab); grows to the most outputs asked for
+    std::vector<batch_token> eval_batch_; // (n_batch,) eval()'s chunk
     int n_outputs_ = 0;
 };
 
