@@ -68,12 +68,20 @@ float exp_poly(float x) {
     return std::fma(s2, j, s2) * s1;
 }
 
-void softmax_ref(float *x, int n, float scale) {
+namespace {
+// x *= scale in place; returns the new maximum. Shared by both softmax variants.
+float scale_and_max(float *x, int n, float scale) {
     float mx = -INFINITY;
     for (int i = 0; i < n; ++i) {
         x[i] *= scale;
         mx = std::fmax(mx, x[i]);
     }
+    return mx;
+}
+} // namespace
+
+void softmax_ref(float *x, int n, float scale) {
+    const float mx = scale_and_max(x, n, scale);
     double sum = 0.0;
     const int n8 = n & ~7;
     for (int i = 0; i < n8; i += 8) {
@@ -198,11 +206,7 @@ AS_AVX2 inline float hsum8_avx2(__m256 v) {
 } // namespace
 
 AS_AVX2 void softmax_avx2(float *x, int n, float scale) {
-    float mx = -INFINITY;
-    for (int i = 0; i < n; ++i) {
-        x[i] *= scale;
-        mx = std::fmax(mx, x[i]);
-    }
+    const float mx = scale_and_max(x, n, scale);
     double sum = 0.0;
     const int n8 = n & ~7;
     const __m256 vmx = _mm256_set1_ps(mx);
