@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/matmul.h"
 #include "engine/model.h"
 #include "engine/thread_pool.h"
 
@@ -96,7 +97,7 @@ private:
     std::vector<float> scores_; // (n_head, n_ctx_pad) one row of attention scores per head
     std::vector<uint16_t> qh_;  // (n_head, head_dim) one query per head, in half precision
     std::vector<uint16_t> ph_;  // (n_head, n_ctx_pad) attention weights in half precision
-    std::vector<uint8_t> xq_;   // quantized activations for matmul
+    matmul_scratch xq_;         // quantized activations for matmul
     std::vector<float> out_x_;  // (n_outputs, n_embd) normed rows that want logits
     std::vector<float> logits_; // (n_outputs, n_vocab); grows to the most outputs asked for
     std::vector<batch_token> eval_batch_; // (n_batch,) eval()'s chunk

@@ -219,19 +219,29 @@ AS_AVX2 inline __m256 dot_i8_i8(__m256i x, __m256i y) {
 
 // Multi-column kernels: out[c] = dot(w, x_c) for NC activation rows x_c = x + c * xs bytes,
 // with one pass over the weight row (its nibbles unpacked once per block for all columns).
+// With XD the activation scales come as floats from xd ((NC, nb, 2): d, and s for Q8_1), converted
+// once per matmul instead of once per weight row; without, from the blocks. Same values.
 // note: each column's accumulator sees exactly the operations of a one-column call, in the
 // same order, so a result does not depend on how many columns share the pass; the one-column
 // kernels below are these templates with NC = 1.
 namespace {
-template <int NC> AS_AVX2 void cols_q4_0_q8_0(int64_t n, const block_q4_0 *w, const uint8_t *x, size_t xs, float *out) {
+template <bool XD, class B>
+AS_AVX2 inline float act_d(const B &xb, const float *xd, int64_t nb, int c, int64_t b) {
+    if constexpr (XD) return xd[(c * nb + b) * 2];
+    else return h2f(xb.d);
+}
+
+template <int NC, bool XD>
+AS_AVX2 void cols_q4_0_q8_0(int64_t n, const block_q4_0 *w, const uint8_t *x, size_t xs, const float *xd, float *out) {
+    const int64_t nb = n / QK;
     __m256 acc[NC];
     for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / QK; ++b) {
+    for (int64_t b = 0; b < nb; ++b) {
         const float dw = h2f(w[b].d);
         const __m256i qw = _mm256_sub_epi8(unpack_nibbles(w[b].qs), _mm256_set1_epi8(8));
         for (int c = 0; c < NC; ++c) {
             const block_q8_0 &xb = reinterpret_cast<const block_q8_0 *>(x + c * xs)[b];
-            const __m256 d = _mm256_set1_ps(dw * h2f(xb.d));
+            const __m256 d = _mm256_set1_ps(dw * act_d<XD>(xb, xd, nb, c, b));
             const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xb.qs));
             acc[c] = _mm256_fmadd_ps(d, dot_i8_i8(qw, qx), acc[c]);
         }
@@ -239,17 +249,20 @@ template <int NC> AS_AVX2 void cols_q4_0_q8_0(int64_t n, const block_q4_0 *w, co
     for (int c = 0; c < NC; ++c) out[c] = hsum8(acc[c]);
 }
 
-template <int NC> AS_AVX2 void cols_q4_1_q8_1(int64_t n, const block_q4_1 *w, const uint8_t *x, size_t xs, float *out) {
+template <int NC, bool XD>
+AS_AVX2 void cols_q4_1_q8_1(int64_t n, const block_q4_1 *w, const uint8_t *x, size_t xs, const float *xd, float *out) {
+    const int64_t nb = n / QK;
     __m256 acc[NC];
     float mins[NC];
     for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps(), mins[c] = 0.0f;
-    for (int64_t b = 0; b < n / QK; ++b) {
+    for (int64_t b = 0; b < nb; ++b) {
         const float dw = h2f(w[b].d), mw = h2f(w[b].m);
         const __m256i qw = unpack_nibbles(w[b].qs);
         for (int c = 0; c < NC; ++c) {
             const block_q8_1 &xb = reinterpret_cast<const block_q8_1 *>(x + c * xs)[b];
-            const __m256 d = _mm256_set1_ps(dw * h2f(xb.d));
-            mins[c] = std::fma(mw, h2f(xb.s), mins[c]); // fused, as llama.cpp's build computes it
+            const __m256 d = _mm256_set1_ps(dw * act_d<XD>(xb, xd, nb, c, b));
+            const float s = XD ? xd[(c * nb + b) * 2 + 1] : h2f(xb.s);
+            mins[c] = std::fma(mw, s, mins[c]); // fused, as llama.cpp's build computes it
             const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xb.qs));
             acc[c] = _mm256_fmadd_ps(d, dot_u8_i8(qw, qx), acc[c]);
         }
@@ -257,15 +270,17 @@ template <int NC> AS_AVX2 void cols_q4_1_q8_1(int64_t n, const block_q4_1 *w, co
     for (int c = 0; c < NC; ++c) out[c] = hsum8(acc[c]) + mins[c];
 }
 
-template <int NC> AS_AVX2 void cols_q8_0_q8_0(int64_t n, const block_q8_0 *w, const uint8_t *x, size_t xs, float *out) {
+template <int NC, bool XD>
+AS_AVX2 void cols_q8_0_q8_0(int64_t n, const block_q8_0 *w, const uint8_t *x, size_t xs, const float *xd, float *out) {
+    const int64_t nb = n / QK;
     __m256 acc[NC];
     for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / QK; ++b) {
+    for (int64_t b = 0; b < nb; ++b) {
         const float dw = h2f(w[b].d);
         const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(w[b].qs));
         for (int c = 0; c < NC; ++c) {
             const block_q8_0 &xb = reinterpret_cast<const block_q8_0 *>(x + c * xs)[b];
-            const __m256 d = _mm256_set1_ps(dw * h2f(xb.d));
+            const __m256 d = _mm256_set1_ps(dw * act_d<XD>(xb, xd, nb, c, b));
             const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xb.qs));
             acc[c] = _mm256_fmadd_ps(d, dot_i8_i8(qw, qx), acc[c]);
         }
@@ -273,46 +288,57 @@ template <int NC> AS_AVX2 void cols_q8_0_q8_0(int64_t n, const block_q8_0 *w, co
     for (int c = 0; c < NC; ++c) out[c] = hsum8(acc[c]);
 }
 
-// Instantiates a column count chosen at run time (1..kMaxCols).
-template <template <int> class K, class W>
-void cols_dispatch(int64_t n, const void *w, const void *x, size_t xs, int nc, float *out) {
+// Instantiates a column count chosen at run time (1..kMaxCols); scales from xd when given.
+template <template <int, bool> class K, class W>
+void cols_dispatch(int64_t n, const void *w, const void *x, size_t xs, const float *xd, int nc, float *out) {
     const W *wb = static_cast<const W *>(w);
     const uint8_t *xb = static_cast<const uint8_t *>(x);
+    if (xd == nullptr) {
+        for (int c = 0; c < nc; ++c) K<1, false>::run(n, wb, xb + c * xs, xs, nullptr, out + c);
+        return;
+    }
     switch (nc) {
-    case 1: K<1>::run(n, wb, xb, xs, out); return;
-    case 2: K<2>::run(n, wb, xb, xs, out); return;
-    case 3: K<3>::run(n, wb, xb, xs, out); return;
-    default: K<4>::run(n, wb, xb, xs, out); return;
+    case 1: K<1, true>::run(n, wb, xb, xs, xd, out); return;
+    case 2: K<2, true>::run(n, wb, xb, xs, xd, out); return;
+    case 3: K<3, true>::run(n, wb, xb, xs, xd, out); return;
+    default: K<4, true>::run(n, wb, xb, xs, xd, out); return;
     }
 }
-template <int NC> struct k_q4_0 { static void run(int64_t n, const block_q4_0 *w, const uint8_t *x, size_t xs, float *o) { cols_q4_0_q8_0<NC>(n, w, x, xs, o); } };
-template <int NC> struct k_q4_1 { static void run(int64_t n, const block_q4_1 *w, const uint8_t *x, size_t xs, float *o) { cols_q4_1_q8_1<NC>(n, w, x, xs, o); } };
-template <int NC> struct k_q8_0 { static void run(int64_t n, const block_q8_0 *w, const uint8_t *x, size_t xs, float *o) { cols_q8_0_q8_0<NC>(n, w, x, xs, o); } };
+#define AS_KERNEL(name, W, fn)                                                                          \
+    template <int NC, bool XD> struct name {                                                           \
+        static void run(int64_t n, const W *w, const uint8_t *x, size_t xs, const float *xd, float *o) { \
+            fn<NC, XD>(n, w, x, xs, xd, o);                                                            \
+        }                                                                                              \
+    };
+AS_KERNEL(k_q4_0, block_q4_0, cols_q4_0_q8_0)
+AS_KERNEL(k_q4_1, block_q4_1, cols_q4_1_q8_1)
+AS_KERNEL(k_q8_0, block_q8_0, cols_q8_0_q8_0)
+#undef AS_KERNEL
 } // namespace
 
 AS_AVX2 float dot_q4_0_q8_0_avx2(int64_t n, const void *w, const void *x) {
     float r;
-    cols_q4_0_q8_0<1>(n, static_cast<const block_q4_0 *>(w), static_cast<const uint8_t *>(x), 0, &r);
+    cols_q4_0_q8_0<1, false>(n, static_cast<const block_q4_0 *>(w), static_cast<const uint8_t *>(x), 0, nullptr, &r);
     return r;
 }
 AS_AVX2 float dot_q4_1_q8_1_avx2(int64_t n, const void *w, const void *x) {
     float r;
-    cols_q4_1_q8_1<1>(n, static_cast<const block_q4_1 *>(w), static_cast<const uint8_t *>(x), 0, &r);
+    cols_q4_1_q8_1<1, false>(n, static_cast<const block_q4_1 *>(w), static_cast<const uint8_t *>(x), 0, nullptr, &r);
     return r;
 }
 AS_AVX2 float dot_q8_0_q8_0_avx2(int64_t n, const void *w, const void *x) {
     float r;
-    cols_q8_0_q8_0<1>(n, static_cast<const block_q8_0 *>(w), static_cast<const uint8_t *>(x), 0, &r);
+    cols_q8_0_q8_0<1, false>(n, static_cast<const block_q8_0 *>(w), static_cast<const uint8_t *>(x), 0, nullptr, &r);
     return r;
 }
-void cols_q4_0_q8_0_avx2(int64_t n, const void *w, const void *x, size_t xs, int nc, float *out) {
-    cols_dispatch<k_q4_0, block_q4_0>(n, w, x, xs, nc, out);
+void cols_q4_0_q8_0_avx2(int64_t n, const void *w, const void *x, size_t xs, const float *xd, int nc, float *out) {
+    cols_dispatch<k_q4_0, block_q4_0>(n, w, x, xs, xd, nc, out);
 }
-void cols_q4_1_q8_1_avx2(int64_t n, const void *w, const void *x, size_t xs, int nc, float *out) {
-    cols_dispatch<k_q4_1, block_q4_1>(n, w, x, xs, nc, out);
+void cols_q4_1_q8_1_avx2(int64_t n, const void *w, const void *x, size_t xs, const float *xd, int nc, float *out) {
+    cols_dispatch<k_q4_1, block_q4_1>(n, w, x, xs, xd, nc, out);
 }
-void cols_q8_0_q8_0_avx2(int64_t n, const void *w, const void *x, size_t xs, int nc, float *out) {
-    cols_dispatch<k_q8_0, block_q8_0>(n, w, x, xs, nc, out);
+void cols_q8_0_q8_0_avx2(int64_t n, const void *w, const void *x, size_t xs, const float *xd, int nc, float *out) {
+    cols_dispatch<k_q8_0, block_q8_0>(n, w, x, xs, xd, nc, out);
 }
 
 AS_AVX2 float dot_f16_f16_avx2(int64_t n, const void *wv, const void *xv) {
@@ -418,6 +444,17 @@ bool use_avx2() {
 
 const char *simd_level() { return use_avx2() ? "avx2" : "ref"; }
 
+void activation_scales(tensor_type t, const void *x, int64_t n, float *xd) {
+    const int64_t nb = n / QK;
+    if (t == tensor_type::q8_0) {
+        const block_q8_0 *b = static_cast<const block_q8_0 *>(x);
+        for (int64_t k = 0; k < nb; ++k) xd[2 * k] = fp16_to_fp32(b[k].d), xd[2 * k + 1] = 0.0f;
+    } else if (t == tensor_type::q8_1) {
+        const block_q8_1 *b = static_cast<const block_q8_1 *>(x);
+        for (int64_t k = 0; k < nb; ++k) xd[2 * k] = fp16_to_fp32(b[k].d), xd[2 * k + 1] = fp16_to_fp32(b[k].s);
+    }
+}
+
 void quantize_row_q8_0(const float *x, block_q8_0 *y, int64_t n) {
     assert(n % QK == 0);
     use_avx2() ? quantize_row_q8_0_avx2(x, y, n) : quantize_row_q8_0_ref(x, y, n);
@@ -433,7 +470,7 @@ void convert_row_f16(const float *x, uint16_t *y, int64_t n) {
 namespace {
 // Columns one by one through a one-column kernel: the fallback for formats and CPUs without
 // a multi-column kernel.
-template <dot_fn F> void cols_by_dot(int64_t n, const void *w, const void *x, size_t xs, int nc, float *out) {
+template <dot_fn F> void cols_by_dot(int64_t n, const void *w, const void *x, size_t xs, const float *, int nc, float *out) {
     for (int c = 0; c < nc; ++c) out[c] = F(n, w, static_cast<const uint8_t *>(x) + c * xs);
 }
 } // namespace

@@ -68,11 +68,16 @@ float dot_f32_f32_avx2(int64_t n, const void *w, const void *x);
 
 // out[c] = dot(w, x + c * x_stride) for c < n_cols (1..kMaxCols): one pass over a weight row
 // for several activation rows. Bit-identical to n_cols separate dot_fn calls.
+// xd: the rows' block scales as floats, (n_cols, n/QK, 2), from activation_scales (rows of
+// the 8-bit formats laid out one after another), or nullptr to read them from the blocks.
 constexpr int kMaxCols = 4;
-using dot_cols_fn = void (*)(int64_t n, const void *w, const void *x, size_t x_stride, int n_cols, float *out);
-void cols_q4_0_q8_0_avx2(int64_t n, const void *w, const void *x, size_t x_stride, int n_cols, float *out);
-void cols_q4_1_q8_1_avx2(int64_t n, const void *w, const void *x, size_t x_stride, int n_cols, float *out);
-void cols_q8_0_q8_0_avx2(int64_t n, const void *w, const void *x, size_t x_stride, int n_cols, float *out);
+using dot_cols_fn = void (*)(int64_t n, const void *w, const void *x, size_t x_stride, const float *xd, int n_cols,
+                             float *out);
+void cols_q4_0_q8_0_avx2(int64_t n, const void *w, const void *x, size_t x_stride, const float *xd, int n_cols, float *out);
+void cols_q4_1_q8_1_avx2(int64_t n, const void *w, const void *x, size_t x_stride, const float *xd, int n_cols, float *out);
+void cols_q8_0_q8_0_avx2(int64_t n, const void *w, const void *x, size_t x_stride, const float *xd, int n_cols, float *out);
+// One quantized activation row (Q8_0 or Q8_1, n elements) -> its scales (n/QK, 2): d, s (0 for Q8_0).
+void activation_scales(tensor_type t, const void *x, int64_t n, float *xd);
 dot_cols_fn dot_cols_kernel(tensor_type weight);
 
 // The kernel for a weight type, chosen once from what the CPU reports

@@ -274,12 +274,17 @@ TEST_CASE("kernels: multi-column kernels give each column the one-column result,
         const dot_fn one = dot_kernel(t);
         const dot_cols_fn cols = dot_cols_kernel(t);
         REQUIRE(reinterpret_cast<void *>(cols) != nullptr);
+        std::vector<float> xd(static_cast<size_t>(kMaxCols * n / QK * 2));
+        for (int c = 0; c < kMaxCols; ++c) activation_scales(at, xq.data() + c * xs, n, xd.data() + c * n / QK * 2);
+        const bool eight_bit = at == tensor_type::q8_0 || at == tensor_type::q8_1;
         for (int nc = 1; nc <= kMaxCols; ++nc) {
-            float out[kMaxCols];
-            cols(n, wq.data(), xq.data(), xs, nc, out);
+            float out[kMaxCols], out_blocks[kMaxCols];
+            cols(n, wq.data(), xq.data(), xs, eight_bit ? xd.data() : nullptr, nc, out);
+            cols(n, wq.data(), xq.data(), xs, nullptr, nc, out_blocks);
             for (int c = 0; c < nc; ++c) {
                 const float single = one(n, wq.data(), xq.data() + c * xs);
                 CHECK(std::memcmp(&single, &out[c], sizeof(float)) == 0);
+                CHECK(std::memcmp(&single, &out_blocks[c], sizeof(float)) == 0);
             }
         }
     }
