@@ -63,6 +63,13 @@ void llama_context::truncate(int n, int seq) {
     n_past_[static_cast<size_t>(seq)] = n;
 }
 
+bool llama_context::check_token(int32_t token, size_t index, std::string &err) const {
+    if (token >= 0 && token < n_vocab_) return true;
+    err = "token id " + std::to_string(token) + " at index " + std::to_string(index) +
+          " is outside the vocabulary [0, " + std::to_string(n_vocab_) + ")";
+    return false;
+}
+
 bool llama_context::decode(std::span<const batch_token> batch, std::string &err) {
     if (batch.empty()) {
         err = "nothing to evaluate: the batch is empty";
@@ -76,11 +83,7 @@ bool llama_context::decode(std::span<const batch_token> batch, std::string &err)
     std::fill(seq_count_.begin(), seq_count_.end(), 0);
     for (size_t i = 0; i < batch.size(); ++i) {
         const batch_token &b = batch[i];
-        if (b.token < 0 || b.token >= n_vocab_) {
-            err = "token id " + std::to_string(b.token) + " at index " + std::to_string(i) +
-                  " is outside the vocabulary [0, " + std::to_string(n_vocab_) + ")";
-            return false;
-        }
+        if (!check_token(b.token, i, err)) return false;
         if (b.seq < 0 || b.seq >= params_.n_seq) {
             err = "sequence " + std::to_string(b.seq) + " at index " + std::to_string(i) + " is outside [0, " +
                   std::to_string(params_.n_seq) + ")";
@@ -118,11 +121,7 @@ bool llama_context::eval(std::span<const int32_t> tokens, std::string &err) {
         return false;
     }
     for (size_t i = 0; i < tokens.size(); ++i)
-        if (tokens[i] < 0 || tokens[i] >= n_vocab_) {
-            err = "token id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
-                  " is outside the vocabulary [0, " + std::to_string(n_vocab_) + ")";
-            return false;
-        }
+        if (!check_token(tokens[i], i, err)) return false;
     for (size_t i = 0; i < tokens.size(); i += static_cast<size_t>(params_.n_batch)) {
         const size_t n = std::min(static_cast<size_t>(params_.n_batch), tokens.size() - i);
         eval_batch_.clear(); // capacity n_batch, reserved once

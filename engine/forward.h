@@ -9,7 +9,6 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -61,6 +60,7 @@ public:
     int n_threads() const { return pool_.size(); }
 
 private:
+    bool check_token(int32_t token, size_t index, std::string &err) const;
     void forward(std::span<const batch_token> batch);
     void attention(std::span<const batch_token> batch, int layer);
     uint16_t *k_row(int seq, int layer, int pos);   // (n_kv,)

@@ -56,6 +56,5 @@ inline uint16_t fp32_to_fp16(float f) {
     return static_cast<uint16_t>(sign | r);
 }
 
-inline float round_fp16(float f) { return fp16_to_fp32(fp32_to_fp16(f)); }
 
 } // namespace actorserve

@@ -3,7 +3,6 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
-#include <string_view>
 
 #include <immintrin.h>
 
@@ -236,22 +235,15 @@ AS_AVX2 void swiglu_avx2(const float *g, const float *u, float *y, int n) {
     for (int i = n8; i < n; ++i) y[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
-namespace {
-bool ops_simd() {
-    static const bool simd = std::string_view(simd_level()) == "avx2";
-    return simd;
-}
-} // namespace
-
-void softmax(float *x, int n, float scale) { ops_simd() ? softmax_avx2(x, n, scale) : softmax_ref(x, n, scale); }
-void swiglu(const float *g, const float *u, float *y, int n) { ops_simd() ? swiglu_avx2(g, u, y, n) : swiglu_ref(g, u, y, n); }
+void softmax(float *x, int n, float scale) { use_avx2() ? softmax_avx2(x, n, scale) : softmax_ref(x, n, scale); }
+void swiglu(const float *g, const float *u, float *y, int n) { use_avx2() ? swiglu_avx2(g, u, y, n) : swiglu_ref(g, u, y, n); }
 
 float dot_f16_lanes(int n, const uint16_t *a, const uint16_t *b) {
-    return ops_simd() ? dot_f16_lanes_avx2(n, a, b) : dot_f16_lanes_ref(n, a, b);
+    return use_avx2() ? dot_f16_lanes_avx2(n, a, b) : dot_f16_lanes_ref(n, a, b);
 }
 
 float dot_f16_gemm(int n, const uint16_t *a, const uint16_t *b) {
-    return ops_simd() ? dot_f16_gemm_avx2(n, a, b) : dot_f16_gemm_ref(n, a, b);
+    return use_avx2() ? dot_f16_gemm_avx2(n, a, b) : dot_f16_gemm_ref(n, a, b);
 }
 
 } // namespace actorserve

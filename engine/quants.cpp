@@ -431,7 +431,6 @@ bool cpu_has_avx2() {
     return has;
 }
 
-namespace {
 bool use_avx2() {
     static const bool use = [] {
         const char *env = std::getenv("ACTORSERVE_SIMD");
@@ -440,7 +439,6 @@ bool use_avx2() {
     }();
     return use;
 }
-} // namespace
 
 const char *simd_level() { return use_avx2() ? "avx2" : "ref"; }
 

@@ -83,7 +83,10 @@ dot_cols_fn dot_cols_kernel(tensor_type weight);
 // The kernel for a weight type, chosen once from what the CPU reports
 // (ACTORSERVE_SIMD=ref in the environment forces the references).
 dot_fn dot_kernel(tensor_type weight);
-// "avx2" or "ref": what dot_kernel picks on this CPU.
+// Whether the AVX2 kernels run (the CPU has AVX2, FMA and F16C, and ACTORSERVE_SIMD is not
+// "ref"); decided once. Every dispatcher in the engine asks this.
+bool use_avx2();
+// "avx2" or "ref": what use_avx2 decided, for display.
 const char *simd_level();
 bool cpu_has_avx2();
 
