@@ -1,5 +1,6 @@
 #include "engine/ops.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <cstring>
@@ -102,26 +103,69 @@ void swiglu_ref(const float *g, const float *u, float *y, int n) {
     for (; i < n; ++i) y[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i]; // tail: as llama.cpp's scalar path
 }
 
+namespace {
+// One step of the gemm order: 8 lanes, acc[l] += a[l] * b[l].
+inline void gemm_step_ref(float *acc, const uint16_t *a, const uint16_t *b) {
+    for (int l = 0; l < 8; ++l) acc[l] = std::fma(fp16_to_fp32(a[l]), fp16_to_fp32(b[l]), acc[l]);
+}
+// One step of the lanes order: 32 elements into 4 x 8 accumulators.
+inline void lanes_step_ref(float (*acc)[8], const uint16_t *a, const uint16_t *b) {
+    for (int r = 0; r < 4; ++r)
+        for (int l = 0; l < 8; ++l)
+            acc[r][l] = std::fma(fp16_to_fp32(a[r * 8 + l]), fp16_to_fp32(b[r * 8 + l]), acc[r][l]);
+}
+// The 4 x 8 accumulators folded as ggml's reduce: rows pairwise, 256 -> 128 bits, two hadds.
+inline float lanes_fold_ref(const float (*acc)[8]) {
+    float v[8];
+    for (int l = 0; l < 8; ++l) v[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+    const float t0 = v[0] + v[4], t1 = v[1] + v[5], t2 = v[2] + v[6], t3 = v[3] + v[7];
+    return (t0 + t1) + (t2 + t3);
+}
+// Element i of a paged row (see dot_f16_lanes_paged).
+inline const uint16_t *paged_at(const uint16_t *a, const int32_t *blocks, size_t block_stride, int block_len, int i) {
+    return a + static_cast<size_t>(blocks[i / block_len]) * block_stride + i % block_len;
+}
+} // namespace
+
 float dot_f16_gemm_ref(int n, const uint16_t *a, const uint16_t *b) {
     assert(n % 8 == 0);
     float acc[8] = {};
-    for (int i = 0; i < n; i += 8)
-        for (int l = 0; l < 8; ++l) acc[l] = std::fma(fp16_to_fp32(a[i + l]), fp16_to_fp32(b[i + l]), acc[l]);
+    for (int i = 0; i < n; i += 8) gemm_step_ref(acc, a + i, b + i);
     return hsum8(acc);
 }
 float dot_f16_lanes_ref(int n, const uint16_t *a, const uint16_t *b) {
     float acc[4][8] = {};
     const int n32 = n & ~31;
-    for (int i = 0; i < n32; i += 32)
-        for (int r = 0; r < 4; ++r)
-            for (int l = 0; l < 8; ++l)
-                acc[r][l] = std::fma(fp16_to_fp32(a[i + r * 8 + l]), fp16_to_fp32(b[i + r * 8 + l]), acc[r][l]);
-    float v[8];
-    for (int l = 0; l < 8; ++l) v[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
-    // 256 -> 128 bits, then two horizontal adds
-    const float t0 = v[0] + v[4], t1 = v[1] + v[5], t2 = v[2] + v[6], t3 = v[3] + v[7];
-    double sum = static_cast<double>((t0 + t1) + (t2 + t3));
+    for (int i = 0; i < n32; i += 32) lanes_step_ref(acc, a + i, b + i);
+    double sum = static_cast<double>(lanes_fold_ref(acc));
     for (int i = n32; i < n; ++i) sum += static_cast<double>(fp16_to_fp32(a[i]) * fp16_to_fp32(b[i]));
+    return static_cast<float>(sum);
+}
+
+float dot_f16_gemm_paged_ref(int n, const uint16_t *a, const int32_t *blocks, size_t block_stride, int block_len,
+                             const uint16_t *b) {
+    assert(n % 8 == 0 && block_len > 0 && block_len % 32 == 0);
+    float acc[8] = {};
+    for (int s = 0, i0 = 0; i0 < n; ++s, i0 += block_len) {
+        const uint16_t *seg = a + static_cast<size_t>(blocks[s]) * block_stride;
+        const int len = std::min(block_len, n - i0);
+        for (int i = 0; i < len; i += 8) gemm_step_ref(acc, seg + i, b + i0 + i);
+    }
+    return hsum8(acc);
+}
+float dot_f16_lanes_paged_ref(int n, const uint16_t *a, const int32_t *blocks, size_t block_stride, int block_len,
+                              const uint16_t *b) {
+    assert(block_len > 0 && block_len % 32 == 0);
+    float acc[4][8] = {};
+    const int n32 = n & ~31;
+    for (int s = 0, i0 = 0; i0 < n32; ++s, i0 += block_len) {
+        const uint16_t *seg = a + static_cast<size_t>(blocks[s]) * block_stride;
+        const int len = std::min(block_len, n32 - i0);
+        for (int i = 0; i < len; i += 32) lanes_step_ref(acc, seg + i, b + i0 + i);
+    }
+    double sum = static_cast<double>(lanes_fold_ref(acc));
+    for (int i = n32; i < n; ++i)
+        sum += static_cast<double>(fp16_to_fp32(*paged_at(a, blocks, block_stride, block_len, i)) * fp16_to_fp32(b[i]));
     return static_cast<float>(sum);
 }
 
@@ -139,19 +183,36 @@ AS_AVX2 inline __m256 load_f16x8(const uint16_t *p) {
 }
 } // namespace
 
-AS_AVX2 float dot_f16_lanes_avx2(int n, const uint16_t *a, const uint16_t *b) {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-    const int n32 = n & ~31;
-    for (int i = 0; i < n32; i += 32) {
-        acc0 = _mm256_fmadd_ps(load_f16x8(a + i), load_f16x8(b + i), acc0);
-        acc1 = _mm256_fmadd_ps(load_f16x8(a + i + 8), load_f16x8(b + i + 8), acc1);
-        acc2 = _mm256_fmadd_ps(load_f16x8(a + i + 16), load_f16x8(b + i + 16), acc2);
-        acc3 = _mm256_fmadd_ps(load_f16x8(a + i + 24), load_f16x8(b + i + 24), acc3);
-    }
-    const __m256 v = _mm256_add_ps(_mm256_add_ps(acc0, acc2), _mm256_add_ps(acc1, acc3));
+namespace {
+struct lanes_acc_avx2 {
+    __m256 r0, r1, r2, r3;
+};
+AS_AVX2 inline void lanes_step_avx2(lanes_acc_avx2 &acc, const uint16_t *a, const uint16_t *b) {
+    acc.r0 = _mm256_fmadd_ps(load_f16x8(a), load_f16x8(b), acc.r0);
+    acc.r1 = _mm256_fmadd_ps(load_f16x8(a + 8), load_f16x8(b + 8), acc.r1);
+    acc.r2 = _mm256_fmadd_ps(load_f16x8(a + 16), load_f16x8(b + 16), acc.r2);
+    acc.r3 = _mm256_fmadd_ps(load_f16x8(a + 24), load_f16x8(b + 24), acc.r3);
+}
+AS_AVX2 inline float lanes_fold_avx2(const lanes_acc_avx2 &acc) {
+    const __m256 v = _mm256_add_ps(_mm256_add_ps(acc.r0, acc.r2), _mm256_add_ps(acc.r1, acc.r3));
     const __m128 t0 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     const __m128 t1 = _mm_hadd_ps(t0, t0);
-    double sum = static_cast<double>(_mm_cvtss_f32(_mm_hadd_ps(t1, t1)));
+    return _mm_cvtss_f32(_mm_hadd_ps(t1, t1));
+}
+// Sum of 8 lanes: halves, then pairs, then the two (hsum8's order).
+AS_AVX2 inline float hsum8_avx2(__m256 v) {
+    __m128 t = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    t = _mm_add_ps(t, _mm_movehl_ps(t, t));
+    t = _mm_add_ss(t, _mm_movehdup_ps(t));
+    return _mm_cvtss_f32(t);
+}
+} // namespace
+
+AS_AVX2 float dot_f16_lanes_avx2(int n, const uint16_t *a, const uint16_t *b) {
+    lanes_acc_avx2 acc{_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    const int n32 = n & ~31;
+    for (int i = 0; i < n32; i += 32) lanes_step_avx2(acc, a + i, b + i);
+    double sum = static_cast<double>(lanes_fold_avx2(acc));
     for (int i = n32; i < n; ++i) sum += static_cast<double>(fp16_to_fp32(a[i]) * fp16_to_fp32(b[i]));
     return static_cast<float>(sum);
 }
@@ -160,10 +221,35 @@ AS_AVX2 float dot_f16_gemm_avx2(int n, const uint16_t *a, const uint16_t *b) {
     assert(n % 8 == 0);
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < n; i += 8) acc = _mm256_fmadd_ps(load_f16x8(a + i), load_f16x8(b + i), acc);
-    __m128 t = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-    t = _mm_add_ps(t, _mm_movehl_ps(t, t));
-    t = _mm_add_ss(t, _mm_movehdup_ps(t));
-    return _mm_cvtss_f32(t);
+    return hsum8_avx2(acc);
+}
+
+AS_AVX2 float dot_f16_lanes_paged_avx2(int n, const uint16_t *a, const int32_t *blocks, size_t block_stride,
+                                       int block_len, const uint16_t *b) {
+    assert(block_len > 0 && block_len % 32 == 0);
+    lanes_acc_avx2 acc{_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    const int n32 = n & ~31;
+    for (int s = 0, i0 = 0; i0 < n32; ++s, i0 += block_len) {
+        const uint16_t *seg = a + static_cast<size_t>(blocks[s]) * block_stride;
+        const int len = std::min(block_len, n32 - i0);
+        for (int i = 0; i < len; i += 32) lanes_step_avx2(acc, seg + i, b + i0 + i);
+    }
+    double sum = static_cast<double>(lanes_fold_avx2(acc));
+    for (int i = n32; i < n; ++i)
+        sum += static_cast<double>(fp16_to_fp32(*paged_at(a, blocks, block_stride, block_len, i)) * fp16_to_fp32(b[i]));
+    return static_cast<float>(sum);
+}
+
+AS_AVX2 float dot_f16_gemm_paged_avx2(int n, const uint16_t *a, const int32_t *blocks, size_t block_stride,
+                                      int block_len, const uint16_t *b) {
+    assert(n % 8 == 0 && block_len > 0 && block_len % 32 == 0);
+    __m256 acc = _mm256_setzero_ps();
+    for (int s = 0, i0 = 0; i0 < n; ++s, i0 += block_len) {
+        const uint16_t *seg = a + static_cast<size_t>(blocks[s]) * block_stride;
+        const int len = std::min(block_len, n - i0);
+        for (int i = 0; i < len; i += 8) acc = _mm256_fmadd_ps(load_f16x8(seg + i), load_f16x8(b + i0 + i), acc);
+    }
+    return hsum8_avx2(acc);
 }
 
 namespace {
@@ -194,13 +280,6 @@ AS_AVX2 inline __m256 exp_poly8(__m256 x) {
     const __m256 scaled = _mm256_mul_ps(_mm256_fmadd_ps(s2, j, s2), s1);
     const __m256 r = _mm256_blendv_ps(normal, scaled, big);
     return _mm256_blendv_ps(r, _mm256_mul_ps(s1, s1), huge);
-}
-
-AS_AVX2 inline float hsum8_avx2(__m256 v) {
-    __m128 t = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    t = _mm_add_ps(t, _mm_movehl_ps(t, t));
-    t = _mm_add_ss(t, _mm_movehdup_ps(t));
-    return _mm_cvtss_f32(t);
 }
 } // namespace
 
@@ -244,6 +323,18 @@ float dot_f16_lanes(int n, const uint16_t *a, const uint16_t *b) {
 
 float dot_f16_gemm(int n, const uint16_t *a, const uint16_t *b) {
     return use_avx2() ? dot_f16_gemm_avx2(n, a, b) : dot_f16_gemm_ref(n, a, b);
+}
+
+float dot_f16_lanes_paged(int n, const uint16_t *a, const int32_t *blocks, size_t block_stride, int block_len,
+                          const uint16_t *b) {
+    return use_avx2() ? dot_f16_lanes_paged_avx2(n, a, blocks, block_stride, block_len, b)
+                      : dot_f16_lanes_paged_ref(n, a, blocks, block_stride, block_len, b);
+}
+
+float dot_f16_gemm_paged(int n, const uint16_t *a, const int32_t *blocks, size_t block_stride, int block_len,
+                         const uint16_t *b) {
+    return use_avx2() ? dot_f16_gemm_paged_avx2(n, a, blocks, block_stride, block_len, b)
+                      : dot_f16_gemm_paged_ref(n, a, blocks, block_stride, block_len, b);
 }
 
 } // namespace actorserve

@@ -1,8 +1,8 @@
 // Element-wise and per-row operations of the LLaMA forward pass (float32).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-
 
 namespace actorserve {
 
@@ -48,6 +48,28 @@ float dot_f16_lanes_ref(int n, const uint16_t *a, const uint16_t *b);
 float dot_f16_lanes_avx2(int n, const uint16_t *a, const uint16_t *b);
 float dot_f16_gemm_ref(int n, const uint16_t *a, const uint16_t *b);
 float dot_f16_gemm_avx2(int n, const uint16_t *a, const uint16_t *b);
+
+// The same two dots with `a` paged: a's element i lies at
+//   a[blocks[i / block_len] * block_stride + i % block_len],
+// i.e. a is cut into segments of block_len elements, segment s starting blocks[s] *
+// block_stride halves after a (the block table of a paged KV cache; a points at the row's
+// place inside block 0). b is contiguous (n,). block_len % 32 == 0, so every 32-element step
+// (8 for gemm) lies inside one segment; the accumulators carry across segments, which makes
+// each paged dot bit-identical to its contiguous version on the same values.
+// Cost: as the contiguous dots plus one table read per segment; the segments are not
+// contiguous in memory, so the hardware prefetcher sees block_len * 2 bytes at a time.
+float dot_f16_lanes_paged(int n, const uint16_t *a, const int32_t *blocks, size_t block_stride, int block_len,
+                          const uint16_t *b);
+float dot_f16_gemm_paged(int n, const uint16_t *a, const int32_t *blocks, size_t block_stride, int block_len,
+                         const uint16_t *b);
+float dot_f16_lanes_paged_ref(int n, const uint16_t *a, const int32_t *blocks, size_t block_stride, int block_len,
+                              const uint16_t *b);
+float dot_f16_lanes_paged_avx2(int n, const uint16_t *a, const int32_t *blocks, size_t block_stride, int block_len,
+                               const uint16_t *b);
+float dot_f16_gemm_paged_ref(int n, const uint16_t *a, const int32_t *blocks, size_t block_stride, int block_len,
+                             const uint16_t *b);
+float dot_f16_gemm_paged_avx2(int n, const uint16_t *a, const int32_t *blocks, size_t block_stride, int block_len,
+                              const uint16_t *b);
 
 // y += x over n.
 void add_inplace(float *y, const float *x, int n);

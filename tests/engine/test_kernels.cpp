@@ -259,6 +259,47 @@ TEST_CASE("ops: AVX2 f16 dots are bit-identical to their references in both orde
     }
 }
 
+TEST_CASE("ops: paged f16 dots over scattered blocks are bit-identical to the contiguous dots") {
+    // a row of n halves cut into blocks of 32 or 64, stored out of order in a pool of blocks
+    // whose stride is not the block length (as in the KV cache: other layers lie between)
+    for (int block_len : {32, 64}) {
+        const int n_blocks = 6, stride = block_len * 3;
+        const std::vector<int32_t> table = {4, 1, 5, 0, 3, 2};
+        for (int n : {32, 64, 96, 160, 192, 37, 101}) {
+            if (n > n_blocks * block_len) continue;
+            CAPTURE(block_len);
+            CAPTURE(n);
+            const std::vector<float> a = wave(n, 0.3f), b = wave(n, 1.7f);
+            std::vector<uint16_t> ah(static_cast<size_t>(n)), bh(static_cast<size_t>(n));
+            convert_row_f16(a.data(), ah.data(), n);
+            convert_row_f16(b.data(), bh.data(), n);
+            std::vector<uint16_t> pool(static_cast<size_t>(n_blocks) * stride, fp32_to_fp16(1000.0f)); // not a's values
+            const int at = 7; // the row's offset inside each block's stride
+            for (int i = 0; i < n; ++i)
+                pool[static_cast<size_t>(table[static_cast<size_t>(i / block_len)]) * stride + at + i % block_len] =
+                    ah[static_cast<size_t>(i)];
+            const uint16_t *pa = pool.data() + at;
+            const auto same = [](float x, float y) { return std::memcmp(&x, &y, 4) == 0; };
+            CHECK(same(dot_f16_lanes_paged_ref(n, pa, table.data(), stride, block_len, bh.data()),
+                       dot_f16_lanes_ref(n, ah.data(), bh.data())));
+            CHECK(same(dot_f16_lanes_paged(n, pa, table.data(), stride, block_len, bh.data()),
+                       dot_f16_lanes(n, ah.data(), bh.data())));
+            if (n % 8 == 0) {
+                CHECK(same(dot_f16_gemm_paged_ref(n, pa, table.data(), stride, block_len, bh.data()),
+                           dot_f16_gemm_ref(n, ah.data(), bh.data())));
+                CHECK(same(dot_f16_gemm_paged(n, pa, table.data(), stride, block_len, bh.data()),
+                           dot_f16_gemm(n, ah.data(), bh.data())));
+            }
+            if (!cpu_has_avx2()) continue;
+            CHECK(same(dot_f16_lanes_paged_avx2(n, pa, table.data(), stride, block_len, bh.data()),
+                       dot_f16_lanes_avx2(n, ah.data(), bh.data())));
+            if (n % 8 == 0)
+                CHECK(same(dot_f16_gemm_paged_avx2(n, pa, table.data(), stride, block_len, bh.data()),
+                           dot_f16_gemm_avx2(n, ah.data(), bh.data())));
+        }
+    }
+}
+
 TEST_CASE("kernels: multi-column kernels give each column the one-column result, bit for bit") {
     for (tensor_type t : {tensor_type::q4_0, tensor_type::q4_1, tensor_type::q8_0, tensor_type::f16, tensor_type::f32}) {
         CAPTURE(tensor_type_name(t));
