@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <numeric>
 
 #include "engine/fp16.h"
 #include "engine/matmul.h"
@@ -10,6 +11,16 @@
 #include "engine/quants.h"
 
 namespace actorserve {
+
+namespace {
+// kv_block_size as used: a positive multiple of 32, so a 32-key attention step never straddles
+// two blocks.
+int round_block_size(int b) { return std::max(32, (b + 31) / 32 * 32); }
+} // namespace
+
+size_t llama_context::kv_bytes_per_block(const llama_hparams &hp, int block_size) {
+    return static_cast<size_t>(hp.n_layer) * 2 * round_block_size(block_size) * hp.n_kv() * sizeof(uint16_t);
+}
 
 llama_context::llama_context(const llama_model &model, const context_params &params)
     : model_(model), params_(params),
@@ -19,13 +30,26 @@ llama_context::llama_context(const llama_model &model, const context_params &par
     params_.n_ctx = std::max(1, params_.n_ctx);
     params_.n_batch = std::max(1, params_.n_batch);
     params_.n_seq = std::max(1, params_.n_seq);
+    params_.kv_block_size = block_size_ = round_block_size(params_.kv_block_size);
+    params_.n_kv_blocks = std::max(0, params_.n_kv_blocks);
     const size_t S = static_cast<size_t>(params_.n_seq), T = static_cast<size_t>(params_.n_batch);
     n_ctx_pad_ = (params_.n_ctx + 31) / 32 * 32;
     n_past_.assign(S, 0);
     seq_last_.assign(S, -1);
     seq_count_.assign(S, 0);
-    k_cache_.assign(S * hp.n_layer * params_.n_ctx * hp.n_kv(), 0);
-    v_cache_.assign(S * hp.n_layer * hp.n_kv() * n_ctx_pad_, 0);
+
+    pool_mode_ = params_.n_kv_blocks > 0;
+    const int nb = (params_.n_ctx + block_size_ - 1) / block_size_; // blocks a slot owns in slot mode
+    n_blocks_ = pool_mode_ ? params_.n_kv_blocks : params_.n_seq * nb;
+    block_halves_ = kv_bytes_per_block(hp, block_size_) / sizeof(uint16_t);
+    kv_.assign(static_cast<size_t>(n_blocks_) * block_halves_, 0);
+    tables_.resize(S);
+    if (!pool_mode_)
+        for (size_t s = 0; s < S; ++s) {
+            tables_[s].resize(static_cast<size_t>(nb));
+            std::iota(tables_[s].begin(), tables_[s].end(), static_cast<int32_t>(s) * nb);
+        }
+
     x_.resize(T * hp.n_embd);
     xb_.resize(T * hp.n_embd);
     q_.resize(T * hp.n_q());
@@ -41,26 +65,36 @@ llama_context::llama_context(const llama_model &model, const context_params &par
     eval_batch_.reserve(T);
 }
 
-uint16_t *llama_context::k_row(int seq, int il, int pos) {
+uint16_t *llama_context::kv_layer(int32_t block, int il) {
     const llama_hparams &hp = model_.hparams();
-    return &k_cache_[((static_cast<size_t>(seq) * hp.n_layer + il) * params_.n_ctx + pos) * hp.n_kv()];
+    return &kv_[static_cast<size_t>(block) * block_halves_ + static_cast<size_t>(il) * 2 * block_size_ * hp.n_kv()];
 }
-uint16_t *llama_context::v_col(int seq, int il, int pos) {
-    const llama_hparams &hp = model_.hparams();
-    return &v_cache_[(static_cast<size_t>(seq) * hp.n_layer + il) * hp.n_kv() * n_ctx_pad_ + pos];
-}
-const uint16_t *llama_context::k_layer(int seq, int il) const {
-    const llama_hparams &hp = model_.hparams();
-    return &k_cache_[(static_cast<size_t>(seq) * hp.n_layer + il) * params_.n_ctx * hp.n_kv()];
-}
-const uint16_t *llama_context::v_layer(int seq, int il) const {
-    const llama_hparams &hp = model_.hparams();
-    return &v_cache_[(static_cast<size_t>(seq) * hp.n_layer + il) * hp.n_kv() * n_ctx_pad_];
+
+int llama_context::capacity(int seq) const {
+    const size_t held = tables_[static_cast<size_t>(seq)].size() * static_cast<size_t>(block_size_);
+    return static_cast<int>(std::min(held, static_cast<size_t>(params_.n_ctx)));
 }
 
 void llama_context::truncate(int n, int seq) {
     assert(seq >= 0 && seq < params_.n_seq && n >= 0 && n <= n_past_[static_cast<size_t>(seq)]);
     n_past_[static_cast<size_t>(seq)] = n;
+}
+
+void llama_context::set_blocks(int seq, std::span<const int32_t> table, int n_past) {
+    assert(pool_mode_ && "set_blocks: slot mode owns its blocks");
+    assert(seq >= 0 && seq < params_.n_seq);
+    assert(n_past >= 0 && n_past <= params_.n_ctx &&
+           static_cast<size_t>(n_past) <= table.size() * static_cast<size_t>(block_size_));
+    for ([[maybe_unused]] int32_t b : table) assert(b >= 0 && b < n_blocks_);
+    tables_[static_cast<size_t>(seq)].assign(table.begin(), table.end());
+    n_past_[static_cast<size_t>(seq)] = n_past;
+}
+
+void llama_context::clear(int seq) {
+    assert(pool_mode_ && "clear: slot mode owns its blocks");
+    assert(seq >= 0 && seq < params_.n_seq);
+    tables_[static_cast<size_t>(seq)].clear();
+    n_past_[static_cast<size_t>(seq)] = 0;
 }
 
 bool llama_context::check_token(int32_t token, size_t index, std::string &err) const {
@@ -101,6 +135,12 @@ bool llama_context::decode(std::span<const batch_token> batch, std::string &err)
                   std::to_string(b.pos) + ", context size " + std::to_string(params_.n_ctx);
             return false;
         }
+        if (b.pos >= capacity(b.seq)) {
+            err = "KV blocks exhausted: sequence " + std::to_string(b.seq) + " would reach position " +
+                  std::to_string(b.pos) + " but its " + std::to_string(tables_[s].size()) + " blocks of " +
+                  std::to_string(block_size_) + " hold " + std::to_string(capacity(b.seq)) + " positions";
+            return false;
+        }
         seq_last_[s] = b.pos;
         ++seq_count_[s];
     }
@@ -118,6 +158,12 @@ bool llama_context::eval(std::span<const int32_t> tokens, std::string &err) {
     if (tokens.size() > static_cast<size_t>(params_.n_ctx - n_past_[0])) {
         err = "context overflow: " + std::to_string(n_past_[0]) + " tokens so far + " + std::to_string(tokens.size()) +
               " new > context size " + std::to_string(params_.n_ctx);
+        return false;
+    }
+    if (static_cast<int64_t>(tokens.size()) > capacity(0) - n_past_[0]) {
+        err = "KV blocks exhausted: sequence 0 has " + std::to_string(n_past_[0]) + " tokens + " +
+              std::to_string(tokens.size()) + " new but its " + std::to_string(tables_[0].size()) + " blocks of " +
+              std::to_string(block_size_) + " hold " + std::to_string(capacity(0)) + " positions";
         return false;
     }
     for (size_t i = 0; i < tokens.size(); ++i)
@@ -155,11 +201,16 @@ void llama_context::forward(std::span<const batch_token> batch) {
                 rope_norm(&q_[t * NQ + h * HD], HD, hp.n_rot, pos, hp.rope_theta, hp.rope_freq_scale, model_.rope_freqs());
             for (int h = 0; h < hp.n_head_kv; ++h)
                 rope_norm(&k_[t * NKV + h * HD], HD, hp.n_rot, pos, hp.rope_theta, hp.rope_freq_scale, model_.rope_freqs());
-            uint16_t *kc = k_row(seq, il, pos);
-            uint16_t *vc = v_col(seq, il, pos);
+            // K row at offset pos % B of the position's block, V column there
+            const int B = block_size_, off = pos % B;
+            uint16_t *kl = kv_layer(tables_[static_cast<size_t>(seq)][static_cast<size_t>(pos / B)], il);
+            uint16_t *kc = kl + static_cast<size_t>(off) * NKV; // (n_kv,)
+            uint16_t *vc = kl + static_cast<size_t>(B) * NKV + off; // (n_kv,) stride B
+            if (off == 0) // a block's first position: clear the rest of its V (see kv_)
+                for (int j = 0; j < NKV; ++j) std::fill_n(vc + static_cast<size_t>(j) * B + 1, B - 1, uint16_t{0});
             for (int j = 0; j < NKV; ++j) {
                 kc[j] = fp32_to_fp16(k_[t * NKV + j]);
-                vc[static_cast<size_t>(j) * n_ctx_pad_] = fp32_to_fp16(v_[t * NKV + j]);
+                vc[static_cast<size_t>(j) * B] = fp32_to_fp16(v_[t * NKV + j]);
             }
         }
         attention(batch, il);
@@ -203,35 +254,49 @@ void llama_context::forward(std::span<const batch_token> batch) {
 //    routes a multi-token batch through a tiled matrix kernel. So a prompt evaluated at once
 //    and the same tokens fed one by one differ in the last bits (in llama.cpp as here).
 // Both choices depend only on the token's own sequence, never on the others in the batch:
-// that is what makes a sequence's logits the same alone or batched.
-// Cost: O(n_kv * head_dim) per head and token; no tiling yet.
+// that is what makes a sequence's logits the same alone or batched. The cache being paged
+// changes no bits either: a score is one key's dot as before, and an output channel is the
+// paged dot over its V row's block segments, which carries its accumulators across segments
+// and so sums in exactly the contiguous order (B % 32 == 0).
+// Cost: O(n_kv * head_dim) per head and token; no tiling yet. Each V channel reads B halves
+// per block (64 bytes at B = 32), the blocks' rows of one head lying HD * B halves apart.
 void llama_context::attention(std::span<const batch_token> batch, int il) {
     const llama_hparams &hp = model_.hparams();
-    const int NQ = hp.n_q(), NKV = hp.n_kv(), HD = hp.head_dim;
+    const int NQ = hp.n_q(), NKV = hp.n_kv(), HD = hp.head_dim, B = block_size_;
     const int group = hp.n_head / hp.n_head_kv;
     const float scale = 1.0f / std::sqrt(static_cast<float>(HD));
     const int n_tok = static_cast<int>(batch.size());
+    const uint16_t *layer0 = kv_layer(0, il); // this layer in block 0; block b is b * block_halves_ further
 
     pool_.parallel_for(hp.n_head, [&](int64_t h0, int64_t h1) {
         for (int64_t h = h0; h < h1; ++h) {
             const int kvh = static_cast<int>(h) / group;
+            const uint16_t *k0 = layer0 + kvh * HD;                                       // K row 0, this head
+            const uint16_t *v0 = layer0 + static_cast<size_t>(B) * NKV + static_cast<size_t>(kvh) * HD * B; // V channel 0
             float *sc = &scores_[static_cast<size_t>(h) * n_ctx_pad_];
             uint16_t *qh = &qh_[static_cast<size_t>(h) * HD];
             uint16_t *ph = &ph_[static_cast<size_t>(h) * n_ctx_pad_];
             for (int t = 0; t < n_tok; ++t) {
                 const size_t s = static_cast<size_t>(batch[t].seq);
-                const uint16_t *kc = k_layer(batch[t].seq, il), *vc = v_layer(batch[t].seq, il);
+                const int32_t *table = tables_[s].data();
                 const int n_keys = batch[t].pos + 1; // causal: positions 0 .. pos
                 const int n_kv = std::min((seq_last_[s] + 1 + 31) / 32 * 32, n_ctx_pad_);
-                float (*const dot)(int, const uint16_t *, const uint16_t *) =
-                    seq_count_[s] > 1 ? dot_f16_gemm : dot_f16_lanes;
+                assert(static_cast<size_t>(n_kv) <= tables_[s].size() * B);
+                const bool gemm = seq_count_[s] > 1;
+                float (*const dot)(int, const uint16_t *, const uint16_t *) = gemm ? dot_f16_gemm : dot_f16_lanes;
+                float (*const vdot)(int, const uint16_t *, const int32_t *, size_t, int, const uint16_t *) =
+                    gemm ? dot_f16_gemm_paged : dot_f16_lanes_paged;
                 convert_row_f16(&q_[t * NQ + h * HD], qh, HD);
-                for (int j = 0; j < n_keys; ++j) sc[j] = dot(HD, kc + static_cast<size_t>(j) * NKV + kvh * HD, qh);
+                for (int j0 = 0, b = 0; j0 < n_keys; j0 += B, ++b) {
+                    const uint16_t *kb = k0 + static_cast<size_t>(table[b]) * block_halves_;
+                    const int n = std::min(B, n_keys - j0);
+                    for (int o = 0; o < n; ++o) sc[j0 + o] = dot(HD, kb + static_cast<size_t>(o) * NKV, qh);
+                }
                 std::fill(sc + n_keys, sc + n_kv, -INFINITY);
                 softmax(sc, n_kv, scale);
                 convert_row_f16(sc, ph, n_kv);
                 float *out = &att_[t * NQ + h * HD];
-                for (int d = 0; d < HD; ++d) out[d] = dot(n_kv, vc + static_cast<size_t>(kvh * HD + d) * n_ctx_pad_, ph);
+                for (int d = 0; d < HD; ++d) out[d] = vdot(n_kv, v0 + static_cast<size_t>(d) * B, table, block_halves_, B, ph);
             }
         }
     });

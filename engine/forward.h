@@ -20,10 +20,13 @@
 namespace actorserve {
 
 struct context_params {
-    int n_ctx = 2048;    // positions the KV cache holds, per sequence
+    int n_ctx = 2048;    // positions a sequence may reach
     int n_batch = 512;   // most tokens one decode() takes (a prompt up to this long is one chunk)
-    int n_seq = 1;       // sequences with their own KV cache
+    int n_seq = 1;       // sequence slots (batch_token::seq is a slot index)
     int n_threads = 0;   // 0: physical cores
+    int kv_block_size = 32; // positions per KV block; rounded up to a positive multiple of 32
+    int n_kv_blocks = 0;    // 0: slot mode, each slot owns ceil(n_ctx / kv_block_size) blocks;
+                            // > 0: pool mode, a pool of this many blocks given out by set_blocks()
 };
 
 struct batch_token {
@@ -33,6 +36,16 @@ struct batch_token {
     bool logits = false; // compute this token's logits
 };
 
+// The KV cache is paged: a pool of blocks of kv_block_size positions, and for each sequence
+// slot a block table; position p of a slot lives in block table[p / B] at offset p % B.
+//  - slot mode (n_kv_blocks == 0): slot s owns blocks [s * nb, (s + 1) * nb), nb =
+//    ceil(n_ctx / B), for the context's life; eval(), decode(), truncate() need nothing else.
+//  - pool mode (n_kv_blocks > 0): tables start empty; the caller (a scheduler with its own
+//    block manager, engine/kv_blocks.h) gives each slot its table with set_blocks() before
+//    decoding into it. Several slots may list the same block for a shared prefix.
+// note: a block that a slot will write (its positions >= n_past) must not be in another slot's
+// table: decode() writes there without looking. Only whole blocks of computed positions are
+// safe to share.
 class llama_context {
 public:
     llama_context(const llama_model &model, const context_params &params);
@@ -40,9 +53,11 @@ public:
     // Runs a batch. Each sequence's tokens must continue it: in batch order, at positions
     // n_past(seq), n_past(seq)+1, ... On success logits(i) holds the logits of the i-th token
     // that asked for them, in batch order. Fails, changing nothing, on an empty or oversized
-    // batch, a bad token id, sequence or position, or a sequence that would overflow n_ctx.
+    // batch, a bad token id, sequence or position, a sequence that would overflow n_ctx, or
+    // one whose block table does not reach the position (pool mode).
     // note: a sequence's results do not depend on the other sequences in the batch (every
-    // row is reduced in an order fixed by its own sequence); see attention().
+    // row is reduced in an order fixed by its own sequence), nor on where its blocks lie;
+    // see attention().
     bool decode(std::span<const batch_token> batch, std::string &err);
     const float *logits(size_t i) const { return &logits_[i * static_cast<size_t>(n_vocab_)]; } // (n_vocab,)
     int n_outputs() const { return n_outputs_; }
@@ -54,6 +69,22 @@ public:
     // Forgets positions >= n of a sequence (n <= n_past): it continues from n.
     void truncate(int n, int seq = 0);
 
+    // Pool mode: slot `seq` uses `table` (block ids in [0, n_kv_blocks), in position order) and
+    // its positions [0, n_past) are already in those blocks, e.g. a prefix computed by another
+    // slot. Call it again to extend the table (same leading blocks, more after) or to point
+    // the slot at another sequence; decode() then continues at n_past.
+    // n_past <= min(table.size() * kv_block_size, n_ctx); violations are asserted.
+    // Cost: copies the table (no allocation once the slot has held a table this long).
+    void set_blocks(int seq, std::span<const int32_t> table, int n_past);
+    // Pool mode: the slot holds no blocks and no positions.
+    void clear(int seq);
+
+    // Bytes of one KV block of block_size positions (rounded up as in context_params):
+    // n_layer * 2 (K and V) * block_size * n_kv half-precision values.
+    static size_t kv_bytes_per_block(const llama_hparams &hp, int block_size);
+    int kv_block_size() const { return block_size_; }
+    int n_kv_blocks() const { return n_blocks_; } // the pool; slot mode: n_seq * ceil(n_ctx / B)
+
     int n_ctx() const { return params_.n_ctx; }
     int n_seq() const { return params_.n_seq; }
     const llama_model &model() const { return model_; }
@@ -61,12 +92,10 @@ public:
 
 private:
     bool check_token(int32_t token, size_t index, std::string &err) const;
+    int capacity(int seq) const; // positions the slot's table holds, at most n_ctx
     void forward(std::span<const batch_token> batch);
     void attention(std::span<const batch_token> batch, int layer);
-    uint16_t *k_row(int seq, int layer, int pos);   // (n_kv,)
-    uint16_t *v_col(int seq, int layer, int pos);   // stride n_ctx_pad_
-    const uint16_t *k_layer(int seq, int layer) const;
-    const uint16_t *v_layer(int seq, int layer) const;
+    uint16_t *kv_layer(int32_t block, int layer); // K (B, n_kv) then V (n_kv, B) of one block
 
     const llama_model &model_;
     context_params params_;
@@ -74,13 +103,22 @@ private:
     int n_vocab_ = 0;
     std::vector<int> n_past_;   // (n_seq,)
 
-    // KV cache in half precision (as llama.cpp's default F16 cache), one region per sequence.
-    // note: V is stored transposed, one row per channel over positions, so that each output
-    // channel of attention is one contiguous dot product; rows are n_ctx_pad_ long (n_ctx
-    // rounded up to 32) and the padding stays zero.
-    int n_ctx_pad_ = 0;
-    std::vector<uint16_t> k_cache_; // (n_seq, n_layer, n_ctx, n_kv)
-    std::vector<uint16_t> v_cache_; // (n_seq, n_layer, n_kv, n_ctx_pad)
+    // KV cache in half precision (as llama.cpp's default F16 cache), paged. A block holds, per
+    // layer, K as (B, n_kv) rows and V transposed as (n_kv, B), one row per channel, so that an
+    // output channel of attention is one dot product over a row segment per block.
+    // note: an attention row runs past its sequence's end up to a multiple of 32 keys (inside
+    // the end's block, as B % 32 == 0); those keys get weight exactly 0, so their V must not be
+    // inf or NaN (0 * inf is NaN). Writing the first position of a block therefore zeroes that
+    // layer's V for the rest of the block: a block reused from another sequence shows zeros past
+    // the new end, not the old sequence's values. The pool starts zeroed; after truncate() or a
+    // set_blocks() into the middle of a block, what lies past the end is V this engine wrote.
+    int block_size_ = 0;             // B
+    int n_blocks_ = 0;               // blocks in the pool (slot mode: n_seq * nb)
+    bool pool_mode_ = false;
+    size_t block_halves_ = 0;        // n_layer * 2 * B * n_kv
+    int n_ctx_pad_ = 0;              // n_ctx rounded up to 32: the longest attention row
+    std::vector<uint16_t> kv_;       // (n_blocks, n_layer, 2 * B * n_kv)
+    std::vector<std::vector<int32_t>> tables_; // (n_seq, blocks) block table of each slot
 
     // Per-token facts of the batch being run (sized n_batch, allocated once).
     std::vector<int> seq_last_;     // (n_seq,) last position of each sequence in this batch, or -1
