@@ -257,6 +257,15 @@ gguf_file::~gguf_file() {
     if (mapped_) munmap(const_cast<uint8_t *>(base_), size_);
 }
 
+void gguf_file::release(const gguf_tensor &t) const {
+    if (!mapped_ || t.nbytes == 0) return;
+    const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = (reinterpret_cast<uintptr_t>(t.data) + page - 1) / page * page;
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(t.data) + t.nbytes) / page * page;
+    // A private read-only mapping: dropped pages are read back from the file if touched.
+    if (begin < end) madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
+}
+
 bool gguf_file::parse(std::string &err) {
     cursor c{base_, size_, 0, {}};
     auto fail = [&](std::string msg) { err = std::move(msg); return false; };

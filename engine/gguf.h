@@ -96,6 +96,12 @@ public:
     const std::vector<gguf_tensor> &tensors() const { return tensors_; }
     const gguf_tensor *tensor(std::string_view name) const;
 
+    // Tells the kernel that a tensor's bytes will not be read again, so the mapped pages
+    // wholly inside it leave this process's resident set (the file stays in the page cache).
+    // Used after a tensor was converted into memory of its own. Nothing for from_memory bytes.
+    // note: the bytes stay valid; reading them again faults them back in from the file.
+    void release(const gguf_tensor &t) const;
+
 private:
     gguf_file() = default;
     bool parse(std::string &err);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "engine/quantize.h"
 #include "engine/quants.h"
 
 namespace actorserve {
@@ -10,21 +11,49 @@ namespace {
 
 std::string supported_types() { return "F32, F16, Q4_0, Q4_1, Q8_0"; }
 
+struct format_entry {
+    weight_format format;
+    const char *name;
+    tensor_type type; // unused for native
+};
+constexpr format_entry kFormats[] = {
+    {weight_format::native, "native", tensor_type::f32}, {weight_format::f32, "f32", tensor_type::f32},
+    {weight_format::f16, "f16", tensor_type::f16},       {weight_format::q8_0, "q8_0", tensor_type::q8_0},
+    {weight_format::q4_0, "q4_0", tensor_type::q4_0},    {weight_format::q4_1, "q4_1", tensor_type::q4_1},
+};
+
+const format_entry &entry(weight_format f) {
+    for (const format_entry &e : kFormats)
+        if (e.format == f) return e;
+    return kFormats[0];
+}
+
 } // namespace
 
-std::unique_ptr<llama_model> llama_model::load(const std::string &path, std::string &err) {
+const char *weight_format_name(weight_format f) { return entry(f).name; }
+
+std::optional<weight_format> parse_weight_format(std::string_view s) {
+    for (const format_entry &e : kFormats)
+        if (s == e.name) return e.format;
+    return std::nullopt;
+}
+
+const char *weight_format_names() { return "native, f32, f16, q8_0, q4_0, q4_1"; }
+
+std::unique_ptr<llama_model> llama_model::load(const std::string &path, const load_options &opts, std::string &err) {
     std::unique_ptr<llama_model> m(new llama_model());
     m->file_ = gguf_file::open(path, err);
     if (!m->file_) return nullptr;
-    if (!m->init(err)) {
+    if (!m->init(opts, err)) {
         err = path + ": " + err;
         return nullptr;
     }
     return m;
 }
 
-bool llama_model::init(std::string &err) {
+bool llama_model::init(const load_options &opts, std::string &err) {
     const gguf_file &f = *file_;
+    weights_ = opts.weights;
     auto fail = [&](std::string msg) { err = std::move(msg); return false; };
 
     auto arch = f.get_string("general.architecture");
@@ -71,8 +100,13 @@ bool llama_model::init(std::string &err) {
     if (!(hp_.rope_theta > 0) || !(hp_.rms_eps > 0)) return fail("rope.freq_base and rms epsilon must be positive");
 
     // --- tensors ---
-    // note: converted_ holds vectors the file stores as F16; pointers into their buffers stay
-    // valid when converted_ grows, since moving a std::vector keeps its buffer.
+    // note: converted_ holds vectors the file stores as F16, owned_ matrices converted to
+    // opts.weights; pointers into their buffers stay valid when the outer vectors grow, since
+    // moving a std::vector keeps its buffer.
+    const bool convert = opts.weights != weight_format::native;
+    const tensor_type target = entry(opts.weights).type;
+    std::unique_ptr<thread_pool> pool; // only when converting
+    if (convert) pool = std::make_unique<thread_pool>(opts.n_threads > 0 ? opts.n_threads : thread_pool::default_threads());
     auto matrix = [&](const std::string &name, int64_t n_in, int64_t n_out, weight_matrix &w, bool optional = false) {
         const gguf_tensor *t = f.tensor(name);
         if (!t) return optional ? true : fail("tensor '" + name + "' is missing");
@@ -85,6 +119,19 @@ bool llama_model::init(std::string &err) {
         if (activation_type(t->type) != tensor_type::f32 && activation_type(t->type) != tensor_type::f16 && n_in % QK != 0)
             return fail("tensor '" + name + "' row length is not a multiple of 32");
         w = weight_matrix{t, t->type, t->data, n_in, n_out, row_bytes(t->type, n_in)};
+        if (!convert || t->type == target) { // already in the format asked for: used in place
+            mapped_bytes_ += t->nbytes;
+            return true;
+        }
+        if (!can_store_as(target, n_in))
+            return fail("tensor '" + name + "' has rows of " + std::to_string(n_in) +
+                        " elements, not a multiple of 32: it cannot be converted to " + tensor_type_name(target));
+        const size_t rb = row_bytes(target, n_in);
+        owned_.emplace_back(rb * static_cast<size_t>(n_out));
+        convert_rows(t->type, t->data, target, owned_.back().data(), n_in, n_out, *pool);
+        f.release(*t); // the source is not read again
+        owned_bytes_ += owned_.back().size();
+        w = weight_matrix{t, target, owned_.back().data(), n_in, n_out, rb};
         return true;
     };
     auto vec = [&](const std::string &name, int64_t n, const float *&out, bool optional = false) {
@@ -96,6 +143,7 @@ bool llama_model::init(std::string &err) {
             if (reinterpret_cast<uintptr_t>(t->data) % alignof(float) != 0)
                 return fail("tensor '" + name + "' is not 4-byte aligned");
             out = reinterpret_cast<const float *>(t->data);
+            mapped_bytes_ += t->nbytes;
             return true;
         }
         if (!is_compute_type(t->type))
@@ -103,6 +151,7 @@ bool llama_model::init(std::string &err) {
         converted_.emplace_back(static_cast<size_t>(n));
         dequantize_row(t->type, t->data, converted_.back().data(), n);
         out = converted_.back().data();
+        owned_bytes_ += static_cast<uint64_t>(n) * sizeof(float);
         return true;
     };
 
@@ -134,10 +183,11 @@ bool llama_model::init(std::string &err) {
 }
 
 uint64_t llama_model::weight_bytes() const {
-    uint64_t total = output_.tensor->nbytes;
+    auto bytes = [](const weight_matrix &w) { return static_cast<uint64_t>(w.row_bytes) * static_cast<uint64_t>(w.n_out); };
+    uint64_t total = bytes(output_);
     for (const llama_layer &l : layers_)
         for (const weight_matrix *w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
-            total += w->tensor->nbytes;
+            total += bytes(*w);
     return total;
 }
 

@@ -1,10 +1,12 @@
 // A LLaMA-family model as GGUF describes it: hyperparameters from the metadata, weights used
-// in place from the mapped file.
+// in place from the mapped file or, when asked, converted at load into another format.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/gguf.h"
@@ -40,6 +42,20 @@ struct weight_matrix {
     size_t row_bytes = 0;
 };
 
+// What the weight matrices are held as once loaded. native: as the file stores them, in
+// place in the mapping (no copy). Any other: each matrix (the token embedding included, which
+// is also the tied output) converted into memory of its own, except a matrix the file
+// already stores in that format, which stays in place. Norm vectors stay float.
+enum class weight_format { native, f32, f16, q8_0, q4_0, q4_1 };
+const char *weight_format_name(weight_format f);                 // "native", "q8_0", ...
+std::optional<weight_format> parse_weight_format(std::string_view s);
+const char *weight_format_names();                               // "native, f32, f16, ..."
+
+struct load_options {
+    weight_format weights = weight_format::native;
+    int n_threads = 0; // threads that convert weights; 0: physical cores
+};
+
 struct llama_layer {
     const float *attn_norm;  // (n_embd,)
     weight_matrix wq;        // (n_q, n_embd)
@@ -53,8 +69,12 @@ struct llama_layer {
 
 class llama_model {
 public:
-    // Opens, validates and maps a GGUF file. On failure: nullptr, err = "<path>: <problem>".
-    static std::unique_ptr<llama_model> load(const std::string &path, std::string &err);
+    // Opens, validates and maps a GGUF file. On failure: nullptr, err = "<path>: <problem>",
+    // also when a matrix cannot be held in the requested format (rows not a multiple of 32).
+    static std::unique_ptr<llama_model> load(const std::string &path, const load_options &opts, std::string &err);
+    static std::unique_ptr<llama_model> load(const std::string &path, std::string &err) {
+        return load(path, load_options{}, err);
+    }
 
     const gguf_file &file() const { return *file_; }
     const llama_hparams &hparams() const { return hp_; }
@@ -65,12 +85,19 @@ public:
     const float *rope_freqs() const { return rope_freqs_; }        // (n_rot/2,) divisors, or nullptr
     bool tied_output() const { return output_.tensor == tok_embd_.tensor; }
 
-    // Bytes of weights the forward pass reads per token (all matrices once).
+    // Bytes of weights the forward pass reads per token (all matrices once, as held).
     uint64_t weight_bytes() const;
+    // Bytes of weights held: converted into memory of our own, and used in place in the
+    // mapping (each tensor counted once; the tied output is the embedding). Their sum is what
+    // the weights occupy when resident; the mapping's other pages are never touched.
+    uint64_t owned_weight_bytes() const { return owned_bytes_; }
+    uint64_t mapped_weight_bytes() const { return mapped_bytes_; }
+    uint64_t resident_weight_bytes() const { return owned_bytes_ + mapped_bytes_; }
+    weight_format weights() const { return weights_; }
 
 private:
     llama_model() = default;
-    bool init(std::string &err);
+    bool init(const load_options &opts, std::string &err);
 
     std::unique_ptr<gguf_file> file_;
     llama_hparams hp_;
@@ -79,6 +106,9 @@ private:
     const float *output_norm_ = nullptr;
     const float *rope_freqs_ = nullptr;
     std::vector<std::vector<float>> converted_; // vectors stored as F16 in the file, as float
+    std::vector<std::vector<uint8_t>> owned_;   // matrices converted at load (load_options)
+    weight_format weights_ = weight_format::native;
+    uint64_t owned_bytes_ = 0, mapped_bytes_ = 0;
 };
 
 } // namespace actorserve
