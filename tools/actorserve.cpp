@@ -1,5 +1,5 @@
-// actorserve: the command-line tool. Subcommands generate, chat, tokenize and info over one
-// GGUF model on the CPU engine. See docs/cli.md. This file sets up the parser and dispatches;
+// actorserve: the command-line tool. Subcommands generate, chat, tokenize, info and perplexity
+// over one GGUF model on the CPU engine. See docs/cli.md. This file sets up the parser and dispatches;
 // each command lives in its own cmd_<name>.cpp.
 //
 // Exit codes: 0 success, 1 an error reported as "actorserve: error: <message>" (bad model,
@@ -26,6 +26,7 @@ int main(int argc, char **argv) {
     generate_options gen;
     CLI::App *gen_cmd = app.add_subcommand("generate", "Complete a prompt, streaming text to stdout");
     add_model_option(gen_cmd, gen.model);
+    add_weights_option(gen_cmd, gen.model);
     gen_cmd->add_option("-p,--prompt", gen.prompt, "Prompt text")->required();
     gen_cmd->add_flag("--chat", gen.chat, "Wrap the prompt as a user message in the model's chat template");
     add_run_options(gen_cmd, gen.run);
@@ -35,6 +36,7 @@ int main(int argc, char **argv) {
     chat_run.max_tokens = 512;
     CLI::App *chat_cmd = app.add_subcommand("chat", "Interactive chat on the terminal (/reset, /quit)");
     add_model_option(chat_cmd, chat_model);
+    add_weights_option(chat_cmd, chat_model);
     add_run_options(chat_cmd, chat_run);
     bool chat_verbose = false;
     chat_cmd->add_flag("-v,--verbose", chat_verbose, "After each answer print token counts and speed to stderr");
@@ -49,6 +51,16 @@ int main(int argc, char **argv) {
     model_options info;
     CLI::App *info_cmd = app.add_subcommand("info", "Describe a model file");
     add_model_option(info_cmd, info);
+    add_weights_option(info_cmd, info);
+
+    perplexity_options ppl;
+    CLI::App *ppl_cmd = app.add_subcommand("perplexity", "Perplexity over a text file, computed as llama.cpp does");
+    add_model_option(ppl_cmd, ppl.model);
+    add_weights_option(ppl_cmd, ppl.model);
+    ppl_cmd->add_option("-f,--file", ppl.file, "Text file to score")->required();
+    ppl_cmd->add_option("-c,--ctx", ppl.ctx, "Tokens per chunk (the context of each evaluation)")->capture_default_str();
+    ppl_cmd->add_option("--chunks", ppl.chunks, "Chunks to score (default: all)");
+    ppl_cmd->add_option("-t,--threads", ppl.threads, "Worker threads (default: physical cores)");
 
     try {
         app.parse(argc, argv);
@@ -67,6 +79,7 @@ int main(int argc, char **argv) {
         if (*chat_cmd) return cmd_chat(chat_model, chat_run, chat_verbose);
         if (*tok_cmd) return cmd_tokenize(tk);
         if (*info_cmd) return cmd_info(info);
+        if (*ppl_cmd) return cmd_perplexity(ppl);
     } catch (const std::bad_alloc &) {
         return fail("out of memory");
     } catch (const std::exception &e) {

@@ -19,6 +19,13 @@ void add_model_option(CLI::App *cmd, model_options &m) {
     cmd->add_option("-m,--model", m.path, "GGUF model file")->required();
 }
 
+void add_weights_option(CLI::App *cmd, model_options &m) {
+    cmd->add_option("--weights", m.weights,
+                    "Hold weight matrices as stored (native) or converted at load to f32, f16, q8_0, q4_0 or q4_1")
+        ->check(CLI::IsMember({"native", "f32", "f16", "q8_0", "q4_0", "q4_1"}))
+        ->capture_default_str();
+}
+
 void add_run_options(CLI::App *cmd, run_options &o) {
     cmd->add_option("-n,--max-tokens", o.max_tokens, "Most tokens to generate (per answer in chat)")
         ->capture_default_str();
@@ -58,13 +65,18 @@ std::string flag_spelling(std::string msg) {
     return msg;
 }
 
-std::optional<loaded_model> load_model(const std::string &path, std::string &err) {
+std::optional<loaded_model> load_model(const model_options &mo, std::string &err, int threads) {
+    const auto format = parse_weight_format(mo.weights);
+    if (!format) {
+        err = "--weights must be one of " + std::string(weight_format_names()) + ", got " + mo.weights;
+        return std::nullopt;
+    }
     loaded_model m;
-    m.model = llama_model::load(path, err);
+    m.model = llama_model::load(mo.path, load_options{.weights = *format, .n_threads = threads}, err);
     if (!m.model) return std::nullopt;
     m.tok = tokenizer::from_gguf(m.model->file(), err);
     if (!m.tok) {
-        err = path + ": " + err;
+        err = mo.path + ": " + err;
         return std::nullopt;
     }
     return m;

@@ -28,6 +28,7 @@ int fail(const std::string &message);
 
 struct model_options {
     std::string path;
+    std::string weights = "native"; // --weights: a weight_format name, checked by the parser
 };
 
 struct run_options {
@@ -42,6 +43,8 @@ struct run_options {
 };
 
 void add_model_option(CLI::App *cmd, model_options &m);
+// --weights native|f32|f16|q8_0|q4_0|q4_1 (for the commands that run or describe the model)
+void add_weights_option(CLI::App *cmd, model_options &m);
 void add_run_options(CLI::App *cmd, run_options &o);
 
 // Range checks that the parser leaves to us; nullopt when all is well.
@@ -57,8 +60,9 @@ struct loaded_model {
     std::unique_ptr<tokenizer> tok;
 };
 
-// The model and its tokenizer; nullopt with `err` set on failure.
-std::optional<loaded_model> load_model(const std::string &path, std::string &err);
+// The model (its weights in m.weights, converted on `threads` threads, 0 = physical cores)
+// and its tokenizer; nullopt with `err` set on failure.
+std::optional<loaded_model> load_model(const model_options &m, std::string &err, int threads = 0);
 
 // The model's chat template; nullopt with `err` set when it has none we recognise.
 std::optional<chat_template> load_template(const llama_model &model, std::string &err);

@@ -37,7 +37,7 @@ size_t common_prefix(const std::vector<int32_t> &a, const std::vector<int32_t> &
 int cmd_chat(const model_options &mo, const run_options &o, bool verbose) {
     if (const auto bad = check_run_options(o)) return fail(flag_spelling(*bad));
     std::string err;
-    auto m = load_model(mo.path, err);
+    auto m = load_model(mo, err, o.threads);
     if (!m) return fail(err);
     if (const auto bad = check_ctx(o, *m->model)) return fail(*bad);
     const auto tmpl = load_template(*m->model, err);

@@ -15,7 +15,7 @@ namespace actorserve::cli {
 int cmd_generate(const generate_options &o) {
     if (const auto bad = check_run_options(o.run)) return fail(flag_spelling(*bad));
     std::string err;
-    auto m = load_model(o.model.path, err);
+    auto m = load_model(o.model, err, o.run.threads);
     if (!m) return fail(err);
     if (const auto bad = check_ctx(o.run, *m->model)) return fail(*bad);
 

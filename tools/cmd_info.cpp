@@ -13,7 +13,7 @@ namespace actorserve::cli {
 
 int cmd_info(const model_options &o) {
     std::string err;
-    auto m = load_model(o.path, err);
+    auto m = load_model(o, err);
     if (!m) return fail(err);
     const llama_model &model = *m->model;
     const gguf_file &f = model.file();
@@ -28,6 +28,16 @@ int cmd_info(const model_options &o) {
     }
     std::string types;
     for (const auto &[name, count] : type_counts) types += (types.empty() ? "" : ", ") + name + " " + std::to_string(count);
+
+    // The matrices as held after loading (--weights may have converted them).
+    std::map<std::string, int> held_counts;
+    auto count_held = [&](const weight_matrix &w) { ++held_counts[tensor_type_name(w.type)]; };
+    count_held(model.token_embd());
+    if (!model.tied_output()) count_held(model.output());
+    for (const llama_layer &l : model.layers())
+        for (const weight_matrix *w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) count_held(*w);
+    std::string held;
+    for (const auto &[name, count] : held_counts) held += (held.empty() ? "" : ", ") + name + " " + std::to_string(count);
 
     std::string tmpl_desc;
     if (const auto t = load_template(model, err)) {
@@ -52,6 +62,11 @@ int cmd_info(const model_options &o) {
     std::printf("output:          %s\n", model.tied_output() ? "tied to token embedding" : "separate matrix");
     std::printf("tensors:         %zu (%s)\n", f.tensors().size(), types.c_str());
     std::printf("weights:         %.1f MB read per token\n", static_cast<double>(model.weight_bytes()) / 1e6);
+    std::printf("weight format:   %s (matrices %s)\n", weight_format_name(model.weights()), held.c_str());
+    std::printf("weight memory:   %.1f MB (%.1f MB converted, %.1f MB in place in the file)\n",
+                static_cast<double>(model.resident_weight_bytes()) / 1e6,
+                static_cast<double>(model.owned_weight_bytes()) / 1e6,
+                static_cast<double>(model.mapped_weight_bytes()) / 1e6);
     std::printf("vocab:           %d (bos %d, eos %d, add bos %s, pre-tokenizer %s)\n", tok.n_vocab(), tok.bos(),
                 tok.eos(), tok.add_bos() ? "yes" : "no", tok.pre_name().c_str());
     std::printf("chat template:   %s\n", tmpl_desc.c_str());

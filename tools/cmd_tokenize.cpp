@@ -9,7 +9,7 @@ namespace actorserve::cli {
 
 int cmd_tokenize(const tokenize_options &o) {
     std::string err;
-    auto m = load_model(o.model.path, err);
+    auto m = load_model(o.model, err);
     if (!m) return fail(err);
     const tokenizer &tok = *m->tok;
     std::vector<int32_t> ids;

@@ -34,4 +34,15 @@ int cmd_tokenize(const tokenize_options &o);
 // Describe a model file.
 int cmd_info(const model_options &o);
 
+struct perplexity_options {
+    model_options model;
+    std::string file;
+    int ctx = 512;
+    int chunks = -1; // -1: all
+    int threads = 0; // 0: physical cores
+};
+
+// Perplexity of the model over a text file, chunk by chunk as llama.cpp's perplexity tool.
+int cmd_perplexity(const perplexity_options &o);
+
 } // namespace actorserve::cli
