@@ -255,11 +255,12 @@ void llama_context::forward(std::span<const batch_token> batch) {
 //    and the same tokens fed one by one differ in the last bits (in llama.cpp as here).
 // Both choices depend only on the token's own sequence, never on the others in the batch:
 // that is what makes a sequence's logits the same alone or batched. The cache being paged
-// changes no bits either: a score is one key's dot as before, and an output channel is the
-// paged dot over its V row's block segments, which carries its accumulators across segments
-// and so sums in exactly the contiguous order (B % 32 == 0).
-// Cost: O(n_kv * head_dim) per head and token; no tiling yet. Each V channel reads B halves
-// per block (64 bytes at B = 32), the blocks' rows of one head lying HD * B halves apart.
+// changes no bits either: a score is one key's dot as before, and each output channel sums
+// its V row block by block carrying its accumulators across blocks (matvec_f16_*_paged), so
+// in exactly the contiguous order (B % 32 == 0).
+// Cost: O(n_kv * head_dim) per head and token; no tiling yet. Per block, a head reads its K
+// rows (B rows of head_dim halves, n_kv apart) and its V tile (head_dim * B halves, one
+// contiguous stream).
 void llama_context::attention(std::span<const batch_token> batch, int il) {
     const llama_hparams &hp = model_.hparams();
     const int NQ = hp.n_q(), NKV = hp.n_kv(), HD = hp.head_dim, B = block_size_;
@@ -272,7 +273,7 @@ void llama_context::attention(std::span<const batch_token> batch, int il) {
         for (int64_t h = h0; h < h1; ++h) {
             const int kvh = static_cast<int>(h) / group;
             const uint16_t *k0 = layer0 + kvh * HD;                                       // K row 0, this head
-            const uint16_t *v0 = layer0 + static_cast<size_t>(B) * NKV + static_cast<size_t>(kvh) * HD * B; // V channel 0
+            const uint16_t *v0 = layer0 + static_cast<size_t>(B) * NKV + static_cast<size_t>(kvh) * HD * B; // V tile, this head
             float *sc = &scores_[static_cast<size_t>(h) * n_ctx_pad_];
             uint16_t *qh = &qh_[static_cast<size_t>(h) * HD];
             uint16_t *ph = &ph_[static_cast<size_t>(h) * n_ctx_pad_];
@@ -284,8 +285,7 @@ void llama_context::attention(std::span<const batch_token> batch, int il) {
                 assert(static_cast<size_t>(n_kv) <= tables_[s].size() * B);
                 const bool gemm = seq_count_[s] > 1;
                 float (*const dot)(int, const uint16_t *, const uint16_t *) = gemm ? dot_f16_gemm : dot_f16_lanes;
-                float (*const vdot)(int, const uint16_t *, const int32_t *, size_t, int, const uint16_t *) =
-                    gemm ? dot_f16_gemm_paged : dot_f16_lanes_paged;
+                const auto vmul = gemm ? matvec_f16_gemm_paged : matvec_f16_lanes_paged;
                 convert_row_f16(&q_[t * NQ + h * HD], qh, HD);
                 for (int j0 = 0, b = 0; j0 < n_keys; j0 += B, ++b) {
                     const uint16_t *kb = k0 + static_cast<size_t>(table[b]) * block_halves_;
@@ -296,7 +296,7 @@ void llama_context::attention(std::span<const batch_token> batch, int il) {
                 softmax(sc, n_kv, scale);
                 convert_row_f16(sc, ph, n_kv);
                 float *out = &att_[t * NQ + h * HD];
-                for (int d = 0; d < HD; ++d) out[d] = vdot(n_kv, v0 + static_cast<size_t>(d) * B, table, block_halves_, B, ph);
+                vmul(n_kv, HD, v0, table, block_halves_, B, ph, out); // out[d] = sum_j V[d][j] ph[j]
             }
         }
     });

@@ -121,7 +121,7 @@ inline float lanes_fold_ref(const float (*acc)[8]) {
     const float t0 = v[0] + v[4], t1 = v[1] + v[5], t2 = v[2] + v[6], t3 = v[3] + v[7];
     return (t0 + t1) + (t2 + t3);
 }
-// Element i of a paged row (see dot_f16_lanes_paged).
+// Element i of a paged row (see matvec_f16_lanes_paged).
 inline const uint16_t *paged_at(const uint16_t *a, const int32_t *blocks, size_t block_stride, int block_len, int i) {
     return a + static_cast<size_t>(blocks[i / block_len]) * block_stride + i % block_len;
 }
@@ -142,9 +142,11 @@ float dot_f16_lanes_ref(int n, const uint16_t *a, const uint16_t *b) {
     return static_cast<float>(sum);
 }
 
+namespace {
+// One row of a paged matrix (see matvec_f16_lanes_paged): the contiguous dots' steps, in the
+// same order, segment by segment.
 float dot_f16_gemm_paged_ref(int n, const uint16_t *a, const int32_t *blocks, size_t block_stride, int block_len,
                              const uint16_t *b) {
-    assert(n % 8 == 0 && block_len > 0 && block_len % 32 == 0);
     float acc[8] = {};
     for (int s = 0, i0 = 0; i0 < n; ++s, i0 += block_len) {
         const uint16_t *seg = a + static_cast<size_t>(blocks[s]) * block_stride;
@@ -155,7 +157,6 @@ float dot_f16_gemm_paged_ref(int n, const uint16_t *a, const int32_t *blocks, si
 }
 float dot_f16_lanes_paged_ref(int n, const uint16_t *a, const int32_t *blocks, size_t block_stride, int block_len,
                               const uint16_t *b) {
-    assert(block_len > 0 && block_len % 32 == 0);
     float acc[4][8] = {};
     const int n32 = n & ~31;
     for (int s = 0, i0 = 0; i0 < n32; ++s, i0 += block_len) {
@@ -167,6 +168,20 @@ float dot_f16_lanes_paged_ref(int n, const uint16_t *a, const int32_t *blocks, s
     for (int i = n32; i < n; ++i)
         sum += static_cast<double>(fp16_to_fp32(*paged_at(a, blocks, block_stride, block_len, i)) * fp16_to_fp32(b[i]));
     return static_cast<float>(sum);
+}
+} // namespace
+
+void matvec_f16_lanes_paged_ref(int n, int n_rows, const uint16_t *v, const int32_t *blocks, size_t block_stride,
+                                int block_len, const uint16_t *w, float *y) {
+    assert(block_len > 0 && block_len % 32 == 0);
+    for (int r = 0; r < n_rows; ++r)
+        y[r] = dot_f16_lanes_paged_ref(n, v + static_cast<size_t>(r) * block_len, blocks, block_stride, block_len, w);
+}
+void matvec_f16_gemm_paged_ref(int n, int n_rows, const uint16_t *v, const int32_t *blocks, size_t block_stride,
+                               int block_len, const uint16_t *w, float *y) {
+    assert(n % 8 == 0 && block_len > 0 && block_len % 32 == 0);
+    for (int r = 0; r < n_rows; ++r)
+        y[r] = dot_f16_gemm_paged_ref(n, v + static_cast<size_t>(r) * block_len, blocks, block_stride, block_len, w);
 }
 
 void add_inplace(float *y, const float *x, int n) {
@@ -224,32 +239,83 @@ AS_AVX2 float dot_f16_gemm_avx2(int n, const uint16_t *a, const uint16_t *b) {
     return hsum8_avx2(acc);
 }
 
-AS_AVX2 float dot_f16_lanes_paged_avx2(int n, const uint16_t *a, const int32_t *blocks, size_t block_stride,
-                                       int block_len, const uint16_t *b) {
+namespace {
+constexpr int kTileRows = 64; // rows whose accumulators one pass keeps (8 KiB of lanes state)
+} // namespace
+
+AS_AVX2 void matvec_f16_lanes_paged_avx2(int n, int n_rows, const uint16_t *v, const int32_t *blocks,
+                                         size_t block_stride, int block_len, const uint16_t *w, float *y) {
     assert(block_len > 0 && block_len % 32 == 0);
-    lanes_acc_avx2 acc{_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    alignas(32) float acc[kTileRows][32]; // per row: the 4 x 8 lanes accumulators
     const int n32 = n & ~31;
-    for (int s = 0, i0 = 0; i0 < n32; ++s, i0 += block_len) {
-        const uint16_t *seg = a + static_cast<size_t>(blocks[s]) * block_stride;
-        const int len = std::min(block_len, n32 - i0);
-        for (int i = 0; i < len; i += 32) lanes_step_avx2(acc, seg + i, b + i0 + i);
+    for (int r0 = 0; r0 < n_rows; r0 += kTileRows) {
+        const int nr = std::min(kTileRows, n_rows - r0);
+        std::memset(acc, 0, sizeof(float) * 32 * static_cast<size_t>(nr));
+        for (int s = 0, i0 = 0; i0 < n32; ++s, i0 += block_len) {
+            const uint16_t *tile = v + static_cast<size_t>(blocks[s]) * block_stride + static_cast<size_t>(r0) * block_len;
+            const int len = std::min(block_len, n32 - i0);
+            for (int k = 0; k < len; k += 32) {
+                const uint16_t *wk = w + i0 + k;
+                const __m256 w0 = load_f16x8(wk), w1 = load_f16x8(wk + 8), w2 = load_f16x8(wk + 16), w3 = load_f16x8(wk + 24);
+                for (int r = 0; r < nr; ++r) {
+                    const uint16_t *a = tile + static_cast<size_t>(r) * block_len + k;
+                    float *st = acc[r];
+                    _mm256_store_ps(st, _mm256_fmadd_ps(load_f16x8(a), w0, _mm256_load_ps(st)));
+                    _mm256_store_ps(st + 8, _mm256_fmadd_ps(load_f16x8(a + 8), w1, _mm256_load_ps(st + 8)));
+                    _mm256_store_ps(st + 16, _mm256_fmadd_ps(load_f16x8(a + 16), w2, _mm256_load_ps(st + 16)));
+                    _mm256_store_ps(st + 24, _mm256_fmadd_ps(load_f16x8(a + 24), w3, _mm256_load_ps(st + 24)));
+                }
+            }
+        }
+        for (int r = 0; r < nr; ++r) {
+            const float *st = acc[r];
+            const lanes_acc_avx2 a{_mm256_load_ps(st), _mm256_load_ps(st + 8), _mm256_load_ps(st + 16), _mm256_load_ps(st + 24)};
+            double sum = static_cast<double>(lanes_fold_avx2(a));
+            const uint16_t *row = v + static_cast<size_t>(r0 + r) * block_len;
+            for (int i = n32; i < n; ++i)
+                sum += static_cast<double>(fp16_to_fp32(*paged_at(row, blocks, block_stride, block_len, i)) * fp16_to_fp32(w[i]));
+            y[r0 + r] = static_cast<float>(sum);
+        }
     }
-    double sum = static_cast<double>(lanes_fold_avx2(acc));
-    for (int i = n32; i < n; ++i)
-        sum += static_cast<double>(fp16_to_fp32(*paged_at(a, blocks, block_stride, block_len, i)) * fp16_to_fp32(b[i]));
-    return static_cast<float>(sum);
 }
 
-AS_AVX2 float dot_f16_gemm_paged_avx2(int n, const uint16_t *a, const int32_t *blocks, size_t block_stride,
-                                      int block_len, const uint16_t *b) {
+AS_AVX2 void matvec_f16_gemm_paged_avx2(int n, int n_rows, const uint16_t *v, const int32_t *blocks,
+                                        size_t block_stride, int block_len, const uint16_t *w, float *y) {
     assert(n % 8 == 0 && block_len > 0 && block_len % 32 == 0);
-    __m256 acc = _mm256_setzero_ps();
-    for (int s = 0, i0 = 0; i0 < n; ++s, i0 += block_len) {
-        const uint16_t *seg = a + static_cast<size_t>(blocks[s]) * block_stride;
-        const int len = std::min(block_len, n - i0);
-        for (int i = 0; i < len; i += 8) acc = _mm256_fmadd_ps(load_f16x8(seg + i), load_f16x8(b + i0 + i), acc);
+    alignas(32) float acc[kTileRows][8]; // per row: the 8-lane accumulator
+    for (int r0 = 0; r0 < n_rows; r0 += kTileRows) {
+        const int nr = std::min(kTileRows, n_rows - r0);
+        std::memset(acc, 0, sizeof(float) * 8 * static_cast<size_t>(nr));
+        for (int s = 0, i0 = 0; i0 < n; ++s, i0 += block_len) {
+            const uint16_t *tile = v + static_cast<size_t>(blocks[s]) * block_stride + static_cast<size_t>(r0) * block_len;
+            const uint16_t *ws = w + i0;
+            const int len = std::min(block_len, n - i0);
+            int r = 0;
+            for (; r + 4 <= nr; r += 4) { // four rows share each weight conversion
+                const uint16_t *a = tile + static_cast<size_t>(r) * block_len;
+                __m256 a0 = _mm256_load_ps(acc[r]), a1 = _mm256_load_ps(acc[r + 1]);
+                __m256 a2 = _mm256_load_ps(acc[r + 2]), a3 = _mm256_load_ps(acc[r + 3]);
+                for (int k = 0; k < len; k += 8) {
+                    const __m256 wk = load_f16x8(ws + k);
+                    a0 = _mm256_fmadd_ps(load_f16x8(a + k), wk, a0);
+                    a1 = _mm256_fmadd_ps(load_f16x8(a + block_len + k), wk, a1);
+                    a2 = _mm256_fmadd_ps(load_f16x8(a + 2 * block_len + k), wk, a2);
+                    a3 = _mm256_fmadd_ps(load_f16x8(a + 3 * block_len + k), wk, a3);
+                }
+                _mm256_store_ps(acc[r], a0);
+                _mm256_store_ps(acc[r + 1], a1);
+                _mm256_store_ps(acc[r + 2], a2);
+                _mm256_store_ps(acc[r + 3], a3);
+            }
+            for (; r < nr; ++r) {
+                const uint16_t *a = tile + static_cast<size_t>(r) * block_len;
+                __m256 a0 = _mm256_load_ps(acc[r]);
+                for (int k = 0; k < len; k += 8) a0 = _mm256_fmadd_ps(load_f16x8(a + k), load_f16x8(ws + k), a0);
+                _mm256_store_ps(acc[r], a0);
+            }
+        }
+        for (int r = 0; r < nr; ++r) y[r0 + r] = hsum8_avx2(_mm256_load_ps(acc[r]));
     }
-    return hsum8_avx2(acc);
 }
 
 namespace {
@@ -325,16 +391,16 @@ float dot_f16_gemm(int n, const uint16_t *a, const uint16_t *b) {
     return use_avx2() ? dot_f16_gemm_avx2(n, a, b) : dot_f16_gemm_ref(n, a, b);
 }
 
-float dot_f16_lanes_paged(int n, const uint16_t *a, const int32_t *blocks, size_t block_stride, int block_len,
-                          const uint16_t *b) {
-    return use_avx2() ? dot_f16_lanes_paged_avx2(n, a, blocks, block_stride, block_len, b)
-                      : dot_f16_lanes_paged_ref(n, a, blocks, block_stride, block_len, b);
+void matvec_f16_lanes_paged(int n, int n_rows, const uint16_t *v, const int32_t *blocks, size_t block_stride,
+                            int block_len, const uint16_t *w, float *y) {
+    use_avx2() ? matvec_f16_lanes_paged_avx2(n, n_rows, v, blocks, block_stride, block_len, w, y)
+               : matvec_f16_lanes_paged_ref(n, n_rows, v, blocks, block_stride, block_len, w, y);
 }
 
-float dot_f16_gemm_paged(int n, const uint16_t *a, const int32_t *blocks, size_t block_stride, int block_len,
-                         const uint16_t *b) {
-    return use_avx2() ? dot_f16_gemm_paged_avx2(n, a, blocks, block_stride, block_len, b)
-                      : dot_f16_gemm_paged_ref(n, a, blocks, block_stride, block_len, b);
+void matvec_f16_gemm_paged(int n, int n_rows, const uint16_t *v, const int32_t *blocks, size_t block_stride,
+                           int block_len, const uint16_t *w, float *y) {
+    use_avx2() ? matvec_f16_gemm_paged_avx2(n, n_rows, v, blocks, block_stride, block_len, w, y)
+               : matvec_f16_gemm_paged_ref(n, n_rows, v, blocks, block_stride, block_len, w, y);
 }
 
 } // namespace actorserve

@@ -49,27 +49,30 @@ float dot_f16_lanes_avx2(int n, const uint16_t *a, const uint16_t *b);
 float dot_f16_gemm_ref(int n, const uint16_t *a, const uint16_t *b);
 float dot_f16_gemm_avx2(int n, const uint16_t *a, const uint16_t *b);
 
-// The same two dots with `a` paged: a's element i lies at
-//   a[blocks[i / block_len] * block_stride + i % block_len],
-// i.e. a is cut into segments of block_len elements, segment s starting blocks[s] *
-// block_stride halves after a (the block table of a paged KV cache; a points at the row's
-// place inside block 0). b is contiguous (n,). block_len % 32 == 0, so every 32-element step
-// (8 for gemm) lies inside one segment; the accumulators carry across segments, which makes
-// each paged dot bit-identical to its contiguous version on the same values.
-// Cost: as the contiguous dots plus one table read per segment; the segments are not
-// contiguous in memory, so the hardware prefetcher sees block_len * 2 bytes at a time.
-float dot_f16_lanes_paged(int n, const uint16_t *a, const int32_t *blocks, size_t block_stride, int block_len,
-                          const uint16_t *b);
-float dot_f16_gemm_paged(int n, const uint16_t *a, const int32_t *blocks, size_t block_stride, int block_len,
-                         const uint16_t *b);
-float dot_f16_lanes_paged_ref(int n, const uint16_t *a, const int32_t *blocks, size_t block_stride, int block_len,
-                              const uint16_t *b);
-float dot_f16_lanes_paged_avx2(int n, const uint16_t *a, const int32_t *blocks, size_t block_stride, int block_len,
-                               const uint16_t *b);
-float dot_f16_gemm_paged_ref(int n, const uint16_t *a, const int32_t *blocks, size_t block_stride, int block_len,
-                             const uint16_t *b);
-float dot_f16_gemm_paged_avx2(int n, const uint16_t *a, const int32_t *blocks, size_t block_stride, int block_len,
-                              const uint16_t *b);
+// y = V w with V paged as the KV cache stores it: row r's element i lies at
+//   v[blocks[i / block_len] * block_stride + r * block_len + i % block_len],
+// i.e. block blocks[s] holds an (n_rows, block_len) tile of V's columns [s * block_len, ...)
+// (v points at the tile's place inside block 0). w: (n,) contiguous, y: (n_rows,).
+// block_len % 32 == 0, so each 32-element step (8 for gemm) lies in one tile; every row's
+// accumulators carry from tile to tile, which makes y[r] bit-identical to dot_f16_lanes
+// (resp. dot_f16_gemm) of row r laid out contiguously. n % 8 == 0 for gemm.
+// Cost: as n_rows dots. The AVX2 variants go tile by tile, all rows per tile, keeping each
+// row's accumulators in a stack buffer between tiles: a tile is read as one contiguous
+// stream wherever its block lies, where a row-at-a-time loop would jump between blocks
+// every block_len elements (about 3x slower at 2048 keys in a micro-benchmark); the price
+// is a load and a store of a row's accumulators per 32 keys (lanes) or per block (gemm).
+void matvec_f16_lanes_paged(int n, int n_rows, const uint16_t *v, const int32_t *blocks, size_t block_stride,
+                            int block_len, const uint16_t *w, float *y);
+void matvec_f16_gemm_paged(int n, int n_rows, const uint16_t *v, const int32_t *blocks, size_t block_stride,
+                           int block_len, const uint16_t *w, float *y);
+void matvec_f16_lanes_paged_ref(int n, int n_rows, const uint16_t *v, const int32_t *blocks, size_t block_stride,
+                                int block_len, const uint16_t *w, float *y);
+void matvec_f16_lanes_paged_avx2(int n, int n_rows, const uint16_t *v, const int32_t *blocks, size_t block_stride,
+                                 int block_len, const uint16_t *w, float *y); // bit-identical to the ref
+void matvec_f16_gemm_paged_ref(int n, int n_rows, const uint16_t *v, const int32_t *blocks, size_t block_stride,
+                               int block_len, const uint16_t *w, float *y);
+void matvec_f16_gemm_paged_avx2(int n, int n_rows, const uint16_t *v, const int32_t *blocks, size_t block_stride,
+                                int block_len, const uint16_t *w, float *y); // bit-identical to the ref
 
 // y += x over n.
 void add_inplace(float *y, const float *x, int n);

@@ -259,43 +259,47 @@ TEST_CASE("ops: AVX2 f16 dots are bit-identical to their references in both orde
     }
 }
 
-TEST_CASE("ops: paged f16 dots over scattered blocks are bit-identical to the contiguous dots") {
-    // a row of n halves cut into blocks of 32 or 64, stored out of order in a pool of blocks
-    // whose stride is not the block length (as in the KV cache: other layers lie between)
+TEST_CASE("ops: paged f16 matvecs over scattered blocks give each row the contiguous dot, bit for bit") {
+    // rows of n halves cut into tiles of 32 or 64 columns, stored out of order in a pool of
+    // blocks whose stride is larger than a tile (as in the KV cache: other layers lie between);
+    // 70 rows: more than one pass of the AVX2 kernels' row buffer, and not a multiple of 4
+    const int n_rows = 70;
     for (int block_len : {32, 64}) {
-        const int n_blocks = 6, stride = block_len * 3;
+        const int n_blocks = 6, at = 7; // at: the tile's offset inside each block
+        const size_t stride = static_cast<size_t>(n_rows) * block_len + 40;
         const std::vector<int32_t> table = {4, 1, 5, 0, 3, 2};
         for (int n : {32, 64, 96, 160, 192, 37, 101}) {
             if (n > n_blocks * block_len) continue;
             CAPTURE(block_len);
             CAPTURE(n);
-            const std::vector<float> a = wave(n, 0.3f), b = wave(n, 1.7f);
-            std::vector<uint16_t> ah(static_cast<size_t>(n)), bh(static_cast<size_t>(n));
-            convert_row_f16(a.data(), ah.data(), n);
-            convert_row_f16(b.data(), bh.data(), n);
-            std::vector<uint16_t> pool(static_cast<size_t>(n_blocks) * stride, fp32_to_fp16(1000.0f)); // not a's values
-            const int at = 7; // the row's offset inside each block's stride
-            for (int i = 0; i < n; ++i)
-                pool[static_cast<size_t>(table[static_cast<size_t>(i / block_len)]) * stride + at + i % block_len] =
-                    ah[static_cast<size_t>(i)];
-            const uint16_t *pa = pool.data() + at;
-            const auto same = [](float x, float y) { return std::memcmp(&x, &y, 4) == 0; };
-            CHECK(same(dot_f16_lanes_paged_ref(n, pa, table.data(), stride, block_len, bh.data()),
-                       dot_f16_lanes_ref(n, ah.data(), bh.data())));
-            CHECK(same(dot_f16_lanes_paged(n, pa, table.data(), stride, block_len, bh.data()),
-                       dot_f16_lanes(n, ah.data(), bh.data())));
-            if (n % 8 == 0) {
-                CHECK(same(dot_f16_gemm_paged_ref(n, pa, table.data(), stride, block_len, bh.data()),
-                           dot_f16_gemm_ref(n, ah.data(), bh.data())));
-                CHECK(same(dot_f16_gemm_paged(n, pa, table.data(), stride, block_len, bh.data()),
-                           dot_f16_gemm(n, ah.data(), bh.data())));
+            std::vector<uint16_t> rows(static_cast<size_t>(n_rows) * n), wh(static_cast<size_t>(n));
+            const std::vector<float> w = wave(n, 1.7f);
+            convert_row_f16(w.data(), wh.data(), n);
+            std::vector<uint16_t> pool(n_blocks * stride, fp32_to_fp16(1000.0f)); // not V's values
+            for (int r = 0; r < n_rows; ++r) {
+                const std::vector<float> x = wave(n, 0.3f + 0.01f * static_cast<float>(r));
+                convert_row_f16(x.data(), &rows[static_cast<size_t>(r) * n], n);
+                for (int i = 0; i < n; ++i)
+                    pool[table[static_cast<size_t>(i / block_len)] * stride + at + static_cast<size_t>(r) * block_len +
+                         i % block_len] = rows[static_cast<size_t>(r) * n + i];
             }
-            if (!cpu_has_avx2()) continue;
-            CHECK(same(dot_f16_lanes_paged_avx2(n, pa, table.data(), stride, block_len, bh.data()),
-                       dot_f16_lanes_avx2(n, ah.data(), bh.data())));
-            if (n % 8 == 0)
-                CHECK(same(dot_f16_gemm_paged_avx2(n, pa, table.data(), stride, block_len, bh.data()),
-                           dot_f16_gemm_avx2(n, ah.data(), bh.data())));
+            const uint16_t *v = pool.data() + at;
+            std::vector<float> y(n_rows), ya(n_rows);
+            const auto row = [&](int r) { return &rows[static_cast<size_t>(r) * n]; };
+            const auto same = [](float x, float z) { return std::memcmp(&x, &z, 4) == 0; };
+            matvec_f16_lanes_paged_ref(n, n_rows, v, table.data(), stride, block_len, wh.data(), y.data());
+            if (cpu_has_avx2()) matvec_f16_lanes_paged_avx2(n, n_rows, v, table.data(), stride, block_len, wh.data(), ya.data());
+            for (int r = 0; r < n_rows; ++r) {
+                CHECK(same(y[r], dot_f16_lanes_ref(n, row(r), wh.data())));
+                if (cpu_has_avx2()) CHECK(same(ya[r], dot_f16_lanes_avx2(n, row(r), wh.data())));
+            }
+            if (n % 8 != 0) continue;
+            matvec_f16_gemm_paged_ref(n, n_rows, v, table.data(), stride, block_len, wh.data(), y.data());
+            if (cpu_has_avx2()) matvec_f16_gemm_paged_avx2(n, n_rows, v, table.data(), stride, block_len, wh.data(), ya.data());
+            for (int r = 0; r < n_rows; ++r) {
+                CHECK(same(y[r], dot_f16_gemm_ref(n, row(r), wh.data())));
+                if (cpu_has_avx2()) CHECK(same(ya[r], dot_f16_gemm_avx2(n, row(r), wh.data())));
+            }
         }
     }
 }
