@@ -66,6 +66,7 @@ int cmd_perplexity(const perplexity_options &o) {
         return fail(err);
     }
     std::printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", r.ppl, r.ppl_err);
+    std::fflush(stdout); // before the stderr line, so that the two stay in order when merged
     const int n_eval = r.n_chunks * o.ctx;
     std::fprintf(stderr, "perplexity: %d chunks, %d tokens evaluated, %lld scored, %.1f s, %.1f tok/s\n", r.n_chunks,
                  n_eval, static_cast<long long>(r.n_scored), ms / 1000.0, tok_per_s(n_eval, ms));
