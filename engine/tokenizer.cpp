@@ -486,4 +486,12 @@ token_type tokenizer::type(int32_t id) const {
     return id >= 0 && id < n_vocab() ? types_[id] : token_type::undefined;
 }
 
+std::vector<int32_t> encode_prompt(const tokenizer &tok, std::string_view text) {
+    std::vector<int32_t> ids;
+    if (tok.add_bos() && tok.bos() >= 0) ids.push_back(tok.bos());
+    const std::vector<int32_t> body = tok.encode(text, /*parse_special=*/true);
+    ids.insert(ids.end(), body.begin(), body.end());
+    return ids;
+}
+
 } // namespace actorserve

@@ -94,4 +94,8 @@ private:
     size_t n_merges_unknown_ = 0;
 };
 
+// The ids of a rendered prompt: BOS first when the model asks for it, then `text` with its
+// special tokens (the chat template's markers) parsed as such.
+std::vector<int32_t> encode_prompt(const tokenizer &tok, std::string_view text);
+
 } // namespace actorserve

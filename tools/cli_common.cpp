@@ -89,14 +89,6 @@ std::optional<chat_template> load_template(const llama_model &model, std::string
     return t;
 }
 
-std::vector<int32_t> tokenize_prompt(const tokenizer &tok, const std::string &text) {
-    std::vector<int32_t> ids;
-    if (tok.add_bos() && tok.bos() >= 0) ids.push_back(tok.bos());
-    const std::vector<int32_t> body = tok.encode(text, /*parse_special=*/true);
-    ids.insert(ids.end(), body.begin(), body.end());
-    return ids;
-}
-
 std::optional<std::string> check_ctx(const run_options &o, const llama_model &model) {
     const int train = model.hparams().n_ctx_train;
     if (train > 0 && o.ctx_size > train)

@@ -67,9 +67,6 @@ std::optional<loaded_model> load_model(const model_options &m, std::string &err,
 // The model's chat template; nullopt with `err` set when it has none we recognise.
 std::optional<chat_template> load_template(const llama_model &model, std::string &err);
 
-// The prompt's token ids, with BOS when the model asks for it; control-token text is parsed.
-std::vector<int32_t> tokenize_prompt(const tokenizer &tok, const std::string &text);
-
 // The context size must fit the model (RoPE positions beyond training are not supported).
 std::optional<std::string> check_ctx(const run_options &o, const llama_model &model);
 

@@ -26,10 +26,10 @@ int cmd_generate(const generate_options &o) {
         std::vector<chat_message> msgs;
         if (!o.run.system.empty()) msgs.push_back({"system", o.run.system});
         msgs.push_back({"user", o.prompt});
-        prompt = tokenize_prompt(*m->tok, tmpl->render(msgs, /*add_generation_prompt=*/true));
+        prompt = encode_prompt(*m->tok, tmpl->render(msgs, /*add_generation_prompt=*/true));
     } else {
         if (!o.run.system.empty()) return fail("--system needs --chat");
-        prompt = tokenize_prompt(*m->tok, o.prompt);
+        prompt = encode_prompt(*m->tok, o.prompt);
     }
     if (prompt.empty()) return fail("the prompt is empty");
     if (prompt.size() > static_cast<size_t>(o.run.ctx_size))
