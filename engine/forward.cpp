@@ -283,7 +283,7 @@ void llama_context::attention(std::span<const batch_token> batch, int il) {
                 const int n_keys = batch[t].pos + 1; // causal: positions 0 .. pos
                 const int n_kv = std::min((seq_last_[s] + 1 + 31) / 32 * 32, n_ctx_pad_);
                 assert(static_cast<size_t>(n_kv) <= tables_[s].size() * B);
-                const bool gemm = seq_count_[s] > 1;
+                const bool gemm = seq_count_[s] > 1 || params_.chunk_invariant;
                 float (*const dot)(int, const uint16_t *, const uint16_t *) = gemm ? dot_f16_gemm : dot_f16_lanes;
                 const auto vmul = gemm ? matvec_f16_gemm_paged : matvec_f16_lanes_paged;
                 convert_row_f16(&q_[t * NQ + h * HD], qh, HD);

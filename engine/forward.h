@@ -27,6 +27,12 @@ struct context_params {
     int kv_block_size = 32; // positions per KV block; rounded up to a positive multiple of 32
     int n_kv_blocks = 0;    // 0: slot mode, each slot owns ceil(n_ctx / kv_block_size) blocks;
                             // > 0: pool mode, a pool of this many blocks given out by set_blocks()
+    // Sum every attention dot in one order (the multi-token one) whatever the number of a
+    // sequence's tokens in the batch, so its KV and logits do not depend on how its tokens
+    // were split into steps: a prompt in one chunk or several, a prefix reused from another
+    // request, a sequence recomputed after preemption all give the same bits. Off: decode
+    // follows llama.cpp's single-token order too (bit-identical to llama.cpp).
+    bool chunk_invariant = false;
 };
 
 struct batch_token {
