@@ -1,0 +1,66 @@
+// Messages between a client actor and a session: the programmatic chat API.
+//
+//   client -> session  chat_request               start a turn (one request at a time)
+//   client -> session  (cancel_atom, id)          end it early
+//   session -> client  chat_delta ...             streamed text, in order, valid UTF-8
+//   session -> client  chat_done | chat_error     exactly one of them ends every request
+//
+// note: these types travel only between actors of one process (CAF messages are never
+// serialized here), so they are allowed as unsafe message types rather than given inspectors.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/chat_template.h"
+#include "engine/sampler.h"
+#include "include/actorserve/errc.h"
+
+namespace actorserve {
+
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+using get_atom = caf::atom_constant<caf::atom("get")>;
+
+struct chat_request {
+    int64_t id = 0;                       // the client's; echoed in every event of this request
+    std::vector<chat_message> messages;   // appended to the session's turns (usually one user turn)
+    sampling_params sampling;
+    int max_tokens = 256;
+    std::vector<std::string> stop;        // stop strings; the text before the first is kept
+};
+
+struct chat_delta {
+    int64_t id = 0;
+    std::string text;                     // non-empty
+};
+
+struct chat_usage {
+    int prompt_tokens = 0;
+    int cached_tokens = 0;                // of prompt_tokens, served from the prefix cache
+    int completion_tokens = 0;
+};
+
+struct chat_done {
+    int64_t id = 0;
+    std::string finish_reason;            // "stop", "length", "context", "cancelled"
+    std::string text;                     // the whole answer (the deltas joined)
+    chat_usage usage;
+    double ttft_ms = 0.0;                 // request to first delta
+};
+
+struct chat_error {
+    int64_t id = 0;
+    errc code = errc::internal;
+    std::string message;                  // names the problem: "prompt has 3000 tokens, ..."
+    int retry_after_ms = 0;               // with errc::overloaded: when trying again makes sense
+};
+
+} // namespace actorserve
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorserve::chat_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorserve::chat_delta)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorserve::chat_done)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorserve::chat_error)
