@@ -1,0 +1,153 @@
+// The scheduler's decisions without the actor around them: which requests run, which tokens
+// each step computes, which KV blocks each sequence holds, whom to preempt. Single-threaded
+// and deterministic, so tests drive it step by step; actors/scheduler.cpp wraps it in an
+// actor and the executor runs the steps it plans.
+//
+// One path for every sequence (no separate prefill phase): a sequence's num_computed catches
+// up with its tokens (prompt, then each sampled token), a chunk at a time under the step's
+// token budget. A prompt is a long catch-up, decode a catch-up of one, prefix reuse a head
+// start. When the sequence's last known token is computed, its logits are sampled.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/kv_blocks.h"
+#include "engine/sampler.h"
+#include "include/actorserve/errc.h"
+
+namespace actorserve {
+
+struct scheduler_settings {
+    int max_seqs = 16;       // sequences in one step (and KV slots of the executor)
+    int step_tokens = 512;   // tokens computed per step: one per decoding sequence, the rest
+                             // goes to prompt chunks
+    int max_waiting = 256;   // requests queued for admission; one more is `overloaded`
+    int n_ctx = 2048;        // longest sequence, prompt plus generated tokens
+    int kv_blocks = 0;       // KV pool: blocks of kv_block_size positions
+    int kv_block_size = 32;
+
+    std::optional<std::string> validate() const; // a message naming the bad setting
+};
+
+struct gen_request {
+    int64_t id = 0;                 // unique while the request lives
+    std::vector<int32_t> prompt;    // non-empty
+    sampling_params sampling;
+    int max_tokens = 256;           // >= 1
+};
+
+// One sequence's share of a step: what the executor computes for it.
+struct step_seq {
+    int64_t id = 0;
+    int32_t slot = 0;                 // executor KV slot, < max_seqs
+    int32_t pos0 = 0;                 // position of tokens[0]; positions below are in the blocks
+    std::vector<int32_t> tokens;      // to compute now (a prompt chunk, or the last sampled one)
+    std::vector<int32_t> table;       // KV block table covering pos0 + tokens.size() positions
+    bool sample = false;              // sample a next token from the last token's logits
+    bool first = false;               // first step since (re)admission
+    std::vector<int32_t> history;     // when first: the tokens before pos0, for the penalty
+    sampling_params sampling;         // when first
+};
+
+struct step_plan {
+    std::vector<step_seq> seqs;
+    std::vector<int64_t> released;    // sequences that ended since the last plan
+    int n_tokens() const;
+};
+
+// Outcome of a step for one sequence.
+struct seq_event {
+    int64_t id = 0;
+    std::optional<int32_t> token;     // the token sampled this step (not an end-of-generation one)
+    std::optional<std::string> finish; // "stop", "length", "context", "cancelled", "error"
+    // with finish: what the request cost
+    int n_prompt = 0, n_cached = 0, n_generated = 0;
+};
+
+// What happened to a sequence between steps, for metrics.
+struct scheduler_counts {
+    uint64_t admitted = 0, finished = 0, preempted = 0, rejected_overloaded = 0;
+    uint64_t prompt_tokens = 0;       // prompt tokens of admitted requests
+    uint64_t prefix_hit_tokens = 0;   // of those, served from cached blocks (not computed)
+    uint64_t computed_tokens = 0;     // tokens run through the model, recompute included
+};
+
+class scheduler_state {
+public:
+    // is_eog: whether a sampled token ends generation (the tokenizer's rule).
+    scheduler_state(const scheduler_settings &s, std::function<bool(int32_t)> is_eog);
+
+    struct reject {
+        errc code;
+        std::string message;
+    };
+    // Queues a request. Rejects (queue unchanged) an empty prompt, max_tokens < 1, a request
+    // that can never fit the context or the KV pool, or a full queue (`overloaded`).
+    std::optional<reject> submit(gen_request r);
+
+    // Ends a request wherever it is: a waiting one leaves the queue, a running one frees its
+    // slot and blocks now (or, while its step is in flight, when the step completes). Returns
+    // false for an unknown id. Its end is reported by the next complete() or by drain_ended().
+    bool cancel(int64_t id);
+
+    // Plans the next step; empty when there is nothing to compute. At most one plan is in
+    // flight: call complete() before planning again.
+    step_plan plan();
+    // Applies the sampled tokens of the step in flight ((id, token) per sequence that sampled)
+    // and returns what each client should hear, in plan order.
+    std::vector<seq_event> complete(const std::vector<std::pair<int64_t, int32_t>> &sampled);
+    // Requests that ended outside a step (cancelled while waiting or idle).
+    std::vector<seq_event> drain_ended();
+    // The step in flight failed: its sequences end with "error" (blocks freed).
+    std::vector<seq_event> abort_in_flight();
+
+    bool in_flight() const { return in_flight_; }
+    bool has_work() const { return !waiting_.empty() || !running_.empty(); }
+    int n_waiting() const { return static_cast<int>(waiting_.size()); }
+    int n_running() const { return static_cast<int>(running_.size()); }
+    const kv_block_manager &kv() const { return kv_; }
+    const scheduler_counts &counts() const { return counts_; }
+    const scheduler_settings &settings() const { return settings_; }
+
+private:
+    struct sequence {
+        gen_request req;
+        std::vector<int32_t> tokens;  // prompt, then every sampled token
+        int num_computed = 0;         // leading tokens whose KV is in the blocks
+        int n_generated = 0;
+        int n_cached = 0;             // prompt tokens served from cached blocks at first admission
+        int slot = -1;                // -1 while waiting
+        uint64_t admit_order = 0;     // larger: younger (preempted first)
+        bool first = true;            // next plan is its first since admission
+        bool cancelled = false;
+        bool in_step = false;         // part of the plan in flight
+    };
+
+    bool try_admit(sequence &s, int budget);
+    bool make_room(int64_t for_id);   // preempts the youngest other running sequence
+    void preempt(int64_t id);
+    void finish(int64_t id, const char *reason, std::vector<seq_event> &out);
+
+    scheduler_settings settings_;
+    std::function<bool(int32_t)> is_eog_;
+    kv_block_manager kv_;
+    std::unordered_map<int64_t, sequence> seqs_;
+    std::deque<int64_t> waiting_;      // admission order; preempted ones go to the front
+    std::vector<int64_t> running_;     // admitted, holding a slot and blocks
+    std::vector<int32_t> free_slots_;
+    std::vector<int64_t> released_;    // ended since the last plan, for the executor
+    std::vector<seq_event> ended_;     // ended outside a step
+    std::vector<int64_t> plan_ids_;    // sequences of the step in flight, in plan order
+    std::vector<int> plan_lens_;       // their token counts
+    bool in_flight_ = false;
+    uint64_t admit_counter_ = 0;
+    scheduler_counts counts_;
+};
+
+} // namespace actorserve

@@ -1,0 +1,47 @@
+#include "actors/step_runner.h"
+
+#include <chrono>
+
+namespace actorserve {
+
+step_runner::step_runner(const llama_model &model, const context_params &params) : ctx_(model, params) {
+    batch_.reserve(static_cast<size_t>(params.n_batch));
+}
+
+void step_runner::forget(const std::vector<int64_t> &ids) {
+    for (int64_t id : ids) seqs_.erase(id);
+}
+
+step_result step_runner::run(const step_plan &plan) {
+    const auto t0 = std::chrono::steady_clock::now();
+    step_result r;
+    forget(plan.released);
+    if (plan.seqs.empty()) return r;
+
+    batch_.clear();
+    for (const step_seq &q : plan.seqs) {
+        ctx_.set_blocks(q.slot, q.table, q.pos0);
+        const int n = static_cast<int>(q.tokens.size());
+        for (int i = 0; i < n; ++i)
+            batch_.push_back({q.tokens[static_cast<size_t>(i)], q.slot, q.pos0 + i, q.sample && i == n - 1});
+    }
+    if (!ctx_.decode(batch_, r.error)) return r;
+    r.n_tokens = static_cast<int>(batch_.size());
+
+    int out = 0;
+    for (const step_seq &q : plan.seqs) {
+        auto it = seqs_.find(q.id);
+        if (it == seqs_.end()) it = seqs_.emplace(q.id, seq_state{sampler(q.sampling), {}}).first;
+        seq_state &s = it->second;
+        if (q.first) s.history = q.history;
+        s.history.insert(s.history.end(), q.tokens.begin(), q.tokens.end());
+        if (!q.sample) continue;
+        const float *logits = ctx_.logits(static_cast<size_t>(out++));
+        const auto n_vocab = static_cast<size_t>(ctx_.model().hparams().n_vocab);
+        r.sampled.emplace_back(q.id, s.smp.sample({logits, n_vocab}, s.history));
+    }
+    r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+}
+
+} // namespace actorserve

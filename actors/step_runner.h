@@ -1,0 +1,53 @@
+// Runs one planned step on an engine context: points each sequence's KV slot at its blocks,
+// decodes every sequence's tokens in one batch, and samples where the plan asks. This is the
+// executor's work without the actor around it (actors/executor.cpp); no CAF here.
+//
+// note: the runner keeps a sampler (random state) and the token history (for the repetition
+// penalty) per sequence, from its first step until the plan lists it as released. A sequence
+// re-admitted after preemption keeps its sampler, so its draws continue where they stopped.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "actors/scheduler_state.h"
+#include "engine/forward.h"
+#include "engine/sampler.h"
+
+namespace actorserve {
+
+struct step_result {
+    std::vector<std::pair<int64_t, int32_t>> sampled; // (sequence id, token), plan order
+    std::string error;                                // non-empty: the step failed, nothing sampled
+    double ms = 0.0;                                  // wall time of decode + sampling
+    int n_tokens = 0;                                 // tokens computed
+};
+
+class step_runner {
+public:
+    // params: pool mode (n_kv_blocks > 0), n_seq = the scheduler's max_seqs, n_batch >= its
+    // step_tokens, kv_block_size equal to the scheduler's.
+    step_runner(const llama_model &model, const context_params &params);
+
+    step_result run(const step_plan &plan);
+    // Drops the samplers and histories of ended sequences (plan.released does the same).
+    void forget(const std::vector<int64_t> &ids);
+
+    const llama_context &context() const { return ctx_; }
+    size_t n_tracked() const { return seqs_.size(); }
+
+private:
+    struct seq_state {
+        sampler smp;
+        std::vector<int32_t> history; // tokens computed so far (prefix included)
+    };
+
+    llama_context ctx_;
+    std::unordered_map<int64_t, seq_state> seqs_;
+    std::vector<batch_token> batch_; // (n_batch,) reused
+};
+
+} // namespace actorserve

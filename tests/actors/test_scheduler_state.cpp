@@ -1,0 +1,209 @@
+// The scheduler's decisions driven step by step on the real model, without actors: batching
+// never changes what a greedy sequence produces, prefix blocks are reused, memory pressure
+// preempts the youngest and recomputes it, and every path ends with all blocks free.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <memory>
+
+#include "actors/scheduler_state.h"
+#include "actors/step_runner.h"
+#include "engine/tokenizer.h"
+
+using namespace actorserve;
+
+namespace {
+
+struct fixture {
+    std::unique_ptr<llama_model> model;
+    std::unique_ptr<tokenizer> tok;
+    fixture() {
+        std::string err;
+        model = llama_model::load(ACTORSERVE_MODEL_PATH, err);
+        REQUIRE_MESSAGE(model, "cannot load the model (run scripts/setup.sh): " << err);
+        tok = tokenizer::from_gguf(model->file(), err);
+        REQUIRE_MESSAGE(tok, err);
+    }
+};
+
+fixture &shared() {
+    static fixture f;
+    return f;
+}
+
+sampling_params greedy() {
+    sampling_params p;
+    p.temperature = 0.0f;
+    return p;
+}
+
+struct harness {
+    scheduler_state sched;
+    step_runner runner;
+    std::map<int64_t, std::vector<int32_t>> out;
+    std::map<int64_t, std::string> finish;
+    int steps = 0;
+
+    harness(const scheduler_settings &s, int n_ctx_engine = 512)
+        : sched(s, [](int32_t t) { return shared().tok->is_eog(t); }),
+          runner(*shared().model, context_params{n_ctx_engine, s.step_tokens, s.max_seqs, 2, s.kv_block_size, s.kv_blocks,
+                                                 /*chunk_invariant=*/true}) {}
+
+    void absorb(const std::vector<seq_event> &evs) {
+        for (const seq_event &e : evs) {
+            if (e.token) out[e.id].push_back(*e.token);
+            if (e.finish) finish[e.id] = *e.finish;
+        }
+    }
+    void run_to_end(int max_steps = 1000) {
+        while (sched.has_work() && steps < max_steps) {
+            step_plan p = sched.plan();
+            step_result r = runner.run(p);
+            REQUIRE_MESSAGE(r.error.empty(), r.error);
+            absorb(sched.complete(r.sampled));
+            absorb(sched.drain_ended());
+            ++steps;
+        }
+        REQUIRE(!sched.has_work());
+    }
+};
+
+scheduler_settings small_settings() {
+    scheduler_settings s;
+    s.max_seqs = 16;
+    s.step_tokens = 128;
+    s.n_ctx = 512;
+    s.kv_block_size = 32;
+    s.kv_blocks = 96;
+    return s;
+}
+
+std::vector<int32_t> prompt_of(const std::string &user) {
+    return shared().tok->encode("<|im_start|>user\n" + user + "<|im_end|>\n<|im_start|>assistant\n", true);
+}
+
+const char *kQuestions[] = {
+    "What is the capital of France?", "Name three colours.", "Write a haiku about the sea.",
+    "How many legs does a spider have?", "What is 12 times 12?", "Say hello in Spanish.",
+    "Why is the sky blue?", "List two prime numbers.", "What does a cat say?", "Describe rain in one line.",
+    "Who wrote Hamlet?", "What is water made of?", "Give a synonym for happy.", "What is the opposite of cold?",
+    "Count from one to five.", "What do bees make?",
+};
+
+} // namespace
+
+TEST_CASE("scheduler: 16 concurrent greedy requests give token for token what each gives alone") {
+    constexpr int kMax = 12;
+    std::map<int64_t, std::vector<int32_t>> alone;
+    for (int i = 0; i < 16; ++i) {
+        harness h(small_settings());
+        REQUIRE(!h.sched.submit({i, prompt_of(kQuestions[i]), greedy(), kMax}));
+        h.run_to_end();
+        alone[i] = h.out[i];
+        CHECK(!alone[i].empty());
+    }
+    harness h(small_settings());
+    for (int i = 0; i < 16; ++i) REQUIRE(!h.sched.submit({i, prompt_of(kQuestions[i]), greedy(), kMax}));
+    h.run_to_end();
+    for (int i = 0; i < 16; ++i) CHECK_MESSAGE(h.out[i] == alone[i], "request " << i);
+    CHECK(h.sched.kv().n_free() == h.sched.kv().n_blocks());
+}
+
+TEST_CASE("scheduler: a second request with the same system prompt skips its cached prefill") {
+    const std::string sys = "<|im_start|>system\nYou are a careful assistant who answers in one short sentence, "
+                            "politely, and never invents facts; if unsure, you say so plainly.<|im_end|>\n";
+    auto p1 = shared().tok->encode(sys + "<|im_start|>user\nWhat is snow?<|im_end|>\n<|im_start|>assistant\n", true);
+    auto p2 = shared().tok->encode(sys + "<|im_start|>user\nWhat is ice?<|im_end|>\n<|im_start|>assistant\n", true);
+    scheduler_settings s = small_settings();
+    s.kv_block_size = 32;
+    harness h(s);
+    REQUIRE(!h.sched.submit({1, p1, greedy(), 4}));
+    h.run_to_end();
+    const uint64_t computed_first = h.sched.counts().computed_tokens;
+    REQUIRE(!h.sched.submit({2, p2, greedy(), 4}));
+    h.run_to_end();
+    const uint64_t computed_second = h.sched.counts().computed_tokens - computed_first;
+    // the shared full blocks of the system prompt are not computed again
+    size_t common = 0;
+    while (common < p1.size() && common < p2.size() && p1[common] == p2[common]) ++common;
+    REQUIRE(common >= 32);
+    CHECK(h.sched.counts().prefix_hit_tokens == common / 32 * 32);
+    CHECK(computed_second == p2.size() - common / 32 * 32 + h.out[2].size() - 1 + (h.finish[2] == "stop" ? 1 : 0));
+    // and the answer is the one a cold cache gives
+    harness cold(s);
+    REQUIRE(!cold.sched.submit({2, p2, greedy(), 4}));
+    cold.run_to_end();
+    CHECK(cold.out[2] == h.out[2]);
+    CHECK(h.sched.kv().n_free() == h.sched.kv().n_blocks());
+}
+
+TEST_CASE("scheduler: when KV memory runs out the youngest sequence is preempted, recomputed, and unchanged") {
+    constexpr int kMax = 60;
+    const char *stories[] = {"Tell me a long story about a dragon.", "Tell me a long story about a ship.",
+                             "Tell me a long story about a robot.", "Tell me a long story about a forest."};
+    scheduler_settings s = small_settings();
+    s.kv_block_size = 32;
+    s.kv_blocks = 4; // 128 positions for 4 sequences of ~20 prompt + 60 generated tokens
+    std::map<int64_t, std::vector<int32_t>> alone;
+    for (int i = 0; i < 4; ++i) {
+        harness h(s);
+        REQUIRE(!h.sched.submit({i, prompt_of(stories[i]), greedy(), kMax}));
+        h.run_to_end();
+        alone[i] = h.out[i];
+        CHECK(alone[i].size() > 20); // long enough to need a second block
+    }
+    harness h(s);
+    for (int i = 0; i < 4; ++i) REQUIRE(!h.sched.submit({i, prompt_of(stories[i]), greedy(), kMax}));
+    h.run_to_end();
+    CHECK(h.sched.counts().preempted > 0);
+    for (int i = 0; i < 4; ++i) CHECK_MESSAGE(h.out[i] == alone[i], "request " << i);
+    CHECK(h.sched.kv().n_free() == h.sched.kv().n_blocks());
+}
+
+TEST_CASE("scheduler: a full queue answers overloaded and a request that can never fit names its size") {
+    scheduler_settings s = small_settings();
+    s.max_waiting = 2;
+    s.kv_blocks = 4; // 128 positions
+    scheduler_state sched(s, [](int32_t) { return false; });
+    std::vector<int32_t> p(10, 1);
+    REQUIRE(!sched.submit({1, p, greedy(), 8}));
+    REQUIRE(!sched.submit({2, p, greedy(), 8}));
+    auto r = sched.submit({3, p, greedy(), 8});
+    REQUIRE(r);
+    CHECK(r->code == errc::overloaded);
+    auto big = sched.submit({4, std::vector<int32_t>(100, 1), greedy(), 100});
+    REQUIRE(big);
+    CHECK(big->code == errc::exceed_context);
+    CHECK(big->message == "request needs up to 200 tokens of KV memory (prompt 100 + max_tokens 100), the KV cache holds 128");
+    auto empty = sched.submit({5, {}, greedy(), 8});
+    REQUIRE(empty);
+    CHECK(empty->code == errc::invalid_request);
+}
+
+TEST_CASE("scheduler: cancelling frees the sequence and its blocks before the next step") {
+    harness h(small_settings());
+    REQUIRE(!h.sched.submit({1, prompt_of(kQuestions[0]), greedy(), 50}));
+    REQUIRE(!h.sched.submit({2, prompt_of(kQuestions[1]), greedy(), 50}));
+    REQUIRE(!h.sched.submit({3, prompt_of(kQuestions[2]), greedy(), 50}));
+    for (int i = 0; i < 3; ++i) {
+        step_plan p = h.sched.plan();
+        h.absorb(h.sched.complete(h.runner.run(p).sampled));
+    }
+    REQUIRE(h.sched.n_running() == 3);
+    const int free_before = h.sched.kv().n_free();
+    CHECK(h.sched.cancel(2));
+    CHECK(h.sched.n_running() == 2);
+    CHECK(h.sched.kv().n_free() > free_before);
+    h.absorb(h.sched.drain_ended());
+    CHECK(h.finish[2] == "cancelled");
+    // cancelled while its step is in flight: ends when the step completes
+    step_plan p = h.sched.plan();
+    CHECK(p.released == std::vector<int64_t>{2});
+    CHECK(h.sched.cancel(3));
+    h.absorb(h.sched.complete(h.runner.run(p).sampled));
+    CHECK(h.finish[3] == "cancelled");
+    CHECK(!h.sched.cancel(99));
+    h.run_to_end();
+    CHECK((h.finish[1] == "length" || h.finish[1] == "stop"));
+    CHECK(h.sched.kv().n_free() == h.sched.kv().n_blocks());
+}
