@@ -1,0 +1,59 @@
+// Messages between the runtime's own actors (sessions, scheduler, executor, metrics).
+//
+//   session   -> scheduler  (submit_atom, gen_request)      queue a generation
+//   session   -> scheduler  (cancel_atom, int64_t id)       end it wherever it is
+//   scheduler -> session    gen_event                       tokens of a step, or the end
+//   scheduler -> executor   (step_atom, step_plan)          => step_result  (one in flight)
+//   scheduler -> executor   (release_atom, vector<int64_t>) forget ended sequences
+//   scheduler -> self       (tick_atom)                     a batch has had time to form
+//   scheduler -> metrics    metrics_sample                  after every step
+//   anyone    -> metrics    (get_atom)                      => metrics_snapshot
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actors/scheduler_state.h"
+#include "actors/step_runner.h"
+#include "include/actorserve/messages.h"
+#include "include/actorserve/metrics.h"
+
+namespace actorserve {
+
+using submit_atom = caf::atom_constant<caf::atom("submit")>;
+using step_atom = caf::atom_constant<caf::atom("step")>;
+using release_atom = caf::atom_constant<caf::atom("release")>;
+using tick_atom = caf::atom_constant<caf::atom("tick")>;
+
+// Scheduler -> session: what one step (or a rejection) meant for one request.
+struct gen_event {
+    int64_t id = 0;
+    std::vector<int32_t> tokens;        // sampled this step (at most one today)
+    std::string finish;                 // non-empty: the request ended ("stop", "length", ...)
+    int n_prompt = 0, n_cached = 0, n_generated = 0; // with finish
+    errc code = errc::internal;         // with finish == "error" or "rejected"
+    std::string error;                  // with finish == "error" or "rejected"
+    int retry_after_ms = 0;
+};
+
+struct metrics_sample {
+    double step_ms = 0.0;
+    int batch_seqs = 0;
+    int generated = 0;                  // tokens delivered this step
+    int queue_depth = 0, running = 0;
+    int kv_used = 0, kv_total = 0, kv_cached = 0;
+    scheduler_counts counts;
+    std::vector<double> ttft_ms;        // requests that got their first token this step
+    std::vector<double> itl_ms;         // gaps between consecutive tokens of a request
+};
+
+} // namespace actorserve
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorserve::gen_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorserve::gen_event)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorserve::step_plan)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorserve::step_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorserve::metrics_sample)

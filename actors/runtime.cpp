@@ -1,0 +1,86 @@
+#include "include/actorserve/runtime.h"
+
+#include "actors/executor.h"
+#include "actors/metrics.h"
+#include "actors/session.h"
+#include "engine/forward.h"
+
+namespace actorserve {
+
+scheduler_settings runtime_config::settings(const llama_hparams &hp) const {
+    scheduler_settings s;
+    s.max_seqs = max_seqs;
+    s.step_tokens = step_tokens;
+    s.max_waiting = max_waiting;
+    s.n_ctx = n_ctx;
+    s.kv_block_size = kv_block_size;
+    const size_t per_block = llama_context::kv_bytes_per_block(hp, kv_block_size);
+    s.kv_blocks = static_cast<int>((static_cast<size_t>(kv_capacity_mib) << 20) / per_block);
+    return s;
+}
+
+std::unique_ptr<runtime> runtime::start(caf::actor_system &sys, const runtime_config &cfg, std::string &err) {
+    std::unique_ptr<runtime> rt(new runtime(sys));
+    rt->cfg_ = cfg;
+    std::shared_ptr<llama_model> model = llama_model::load(cfg.model_path, err);
+    if (!model) return nullptr;
+    auto tok = tokenizer::from_gguf(model->file(), err);
+    if (!tok) return nullptr;
+    const std::string src = model->file().get_string("tokenizer.chat_template").value_or("");
+    auto tmpl = chat_template::detect(src, err);
+    if (!tmpl) return nullptr;
+    rt->tmpl_ = std::make_shared<const chat_template>(std::move(*tmpl));
+    if (cfg.kv_block_size <= 0 || cfg.kv_block_size % 32 != 0) {
+        err = "kv_block_size must be a positive multiple of 32, got " + std::to_string(cfg.kv_block_size);
+        return nullptr;
+    }
+    if (cfg.kv_capacity_mib <= 0) {
+        err = "kv_capacity_mib must be > 0, got " + std::to_string(cfg.kv_capacity_mib);
+        return nullptr;
+    }
+    if (cfg.n_ctx < 2 || (model->hparams().n_ctx_train > 0 && cfg.n_ctx > model->hparams().n_ctx_train)) {
+        err = "n_ctx must be in [2, " + std::to_string(model->hparams().n_ctx_train) + "], got " + std::to_string(cfg.n_ctx);
+        return nullptr;
+    }
+    rt->settings_ = cfg.settings(model->hparams());
+    if (auto bad = rt->settings_.validate()) {
+        err = "settings: " + *bad;
+        return nullptr;
+    }
+    rt->model_ = model;
+    rt->tok_ = std::shared_ptr<const tokenizer>(std::move(tok));
+
+    context_params cp;
+    cp.n_ctx = cfg.n_ctx;
+    cp.n_batch = rt->settings_.step_tokens;
+    cp.n_seq = rt->settings_.max_seqs;
+    cp.n_threads = cfg.n_threads;
+    cp.kv_block_size = cfg.kv_block_size;
+    cp.n_kv_blocks = rt->settings_.kv_blocks;
+    // The server reuses KV across requests and recomputes preempted sequences: both stay exact
+    // only when a token's KV does not depend on how its sequence was split into steps.
+    cp.chunk_invariant = true;
+    rt->metrics_ = sys.spawn(metrics_actor);
+    rt->executor_ = spawn_cpu_executor(sys, rt->model_, cp);
+    scheduler_config sc;
+    sc.sched = rt->settings_;
+    sc.batch_wait = cfg.batch_wait;
+    sc.mailbox_limit = cfg.scheduler_mailbox_limit;
+    sc.retry_after_ms = cfg.retry_after_ms;
+    auto tk = rt->tok_;
+    rt->scheduler_ = spawn_scheduler(sys, sc, rt->executor_, rt->metrics_, [tk](int32_t t) { return tk->is_eog(t); });
+    return rt;
+}
+
+runtime::~runtime() {
+    caf::anon_send_exit(scheduler_, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(executor_, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(metrics_, caf::exit_reason::user_shutdown);
+}
+
+caf::actor runtime::open_session() {
+    session_config sc{tok_, tmpl_, settings_.n_ctx, cfg_.max_request_bytes};
+    return spawn_session(sys_, sc, scheduler_);
+}
+
+} // namespace actorserve

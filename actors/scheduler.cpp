@@ -1,0 +1,197 @@
+#include "actors/scheduler.h"
+
+#include <unordered_map>
+
+#include "actors/protocol.h"
+
+namespace actorserve {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double ms_between(clock_type::time_point a, clock_type::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// note: every state struct declares its default constructor. Under C++20, CAF 0.17.6 would
+// otherwise aggregate-initialise the state from the actor pointer, silently setting its first
+// member.
+struct scheduler_st {
+    scheduler_st() = default;
+    struct client {
+        caf::actor sink;
+        clock_type::time_point submitted, last_token;
+        bool got_first = false;
+    };
+    std::unique_ptr<scheduler_state> core;
+    scheduler_config cfg;
+    caf::actor executor, metrics;
+    std::unordered_map<int64_t, client> clients;
+    bool tick_pending = false;
+    clock_type::time_point step_start;
+    metrics_sample sample; // accumulated between steps
+};
+
+using self_ptr = caf::stateful_actor<scheduler_st> *;
+
+void reject(self_ptr self, const caf::actor &sink, int64_t id, errc code, std::string message) {
+    gen_event e;
+    e.id = id;
+    e.finish = "rejected";
+    e.code = code;
+    e.error = std::move(message);
+    if (code == errc::overloaded) e.retry_after_ms = self->state.cfg.retry_after_ms;
+    self->send(sink, std::move(e));
+}
+
+// Sends each sequence's events to its submitter, and notes latencies for metrics.
+void deliver(self_ptr self, const std::vector<seq_event> &events, const std::string &error = {}) {
+    auto &st = self->state;
+    const auto now = clock_type::now();
+    for (const seq_event &e : events) {
+        auto it = st.clients.find(e.id);
+        if (it == st.clients.end()) continue;
+        auto &c = it->second;
+        gen_event g;
+        g.id = e.id;
+        if (e.token) {
+            g.tokens.push_back(*e.token);
+            if (!c.got_first) st.sample.ttft_ms.push_back(ms_between(c.submitted, now));
+            else st.sample.itl_ms.push_back(ms_between(c.last_token, now));
+            c.got_first = true;
+            c.last_token = now;
+            ++st.sample.generated;
+        }
+        if (e.finish) {
+            g.finish = *e.finish;
+            g.n_prompt = e.n_prompt;
+            g.n_cached = e.n_cached;
+            g.n_generated = e.n_generated;
+            if (g.finish == "error") {
+                g.code = errc::internal;
+                g.error = error.empty() ? "the step failed" : error;
+            }
+        }
+        self->send(c.sink, std::move(g));
+        if (e.finish) st.clients.erase(it);
+    }
+}
+
+void report(self_ptr self) {
+    auto &st = self->state;
+    metrics_sample &m = st.sample;
+    m.queue_depth = st.core->n_waiting();
+    m.running = st.core->n_running();
+    m.kv_total = st.core->kv().n_blocks();
+    m.kv_used = m.kv_total - st.core->kv().n_free();
+    m.kv_cached = st.core->kv().n_cached_blocks();
+    m.counts = st.core->counts();
+    self->send(st.metrics, std::move(m));
+    m = metrics_sample{};
+}
+
+void kick(self_ptr self);
+
+void run_step(self_ptr self) {
+    auto &st = self->state;
+    step_plan plan = st.core->plan();
+    if (plan.seqs.empty()) {
+        if (!plan.released.empty()) self->send(st.executor, release_atom::value, std::move(plan.released));
+        return;
+    }
+    st.step_start = clock_type::now();
+    st.sample.batch_seqs = static_cast<int>(plan.seqs.size());
+    self->request(st.executor, caf::infinite, step_atom::value, std::move(plan))
+        .then(
+            [self](step_result &r) {
+                auto &s = self->state;
+                s.sample.step_ms = ms_between(s.step_start, clock_type::now());
+                if (r.error.empty()) deliver(self, s.core->complete(r.sampled));
+                else deliver(self, s.core->abort_in_flight(), "engine: " + r.error);
+                deliver(self, s.core->drain_ended());
+                report(self);
+                kick(self);
+            },
+            [self](caf::error &err) {
+                auto &s = self->state;
+                deliver(self, s.core->abort_in_flight(), "executor: " + self->system().render(err));
+                deliver(self, s.core->drain_ended());
+                report(self);
+                kick(self);
+            });
+}
+
+void kick(self_ptr self) {
+    auto &st = self->state;
+    if (st.core->in_flight() || st.tick_pending || !st.core->has_work()) return;
+    const bool idle = st.core->n_running() == 0;
+    if (idle && st.core->n_waiting() < st.cfg.sched.max_seqs && st.cfg.batch_wait.count() > 0) {
+        st.tick_pending = true; // let a batch form; the runtime was idle, so nobody waits on us
+        self->delayed_send(self, st.cfg.batch_wait, tick_atom::value);
+        return;
+    }
+    run_step(self);
+}
+
+caf::behavior scheduler_actor(self_ptr self, scheduler_config cfg, caf::actor executor, caf::actor metrics,
+                              std::function<bool(int32_t)> is_eog) {
+    auto &st = self->state;
+    st.core = std::make_unique<scheduler_state>(cfg.sched, std::move(is_eog));
+    st.cfg = cfg;
+    st.executor = std::move(executor);
+    st.metrics = std::move(metrics);
+    self->set_down_handler([self](caf::down_msg &dm) {
+        auto &s = self->state;
+        std::vector<int64_t> gone;
+        for (const auto &[id, c] : s.clients)
+            if (c.sink.address() == dm.source) gone.push_back(id);
+        for (int64_t id : gone) {
+            s.core->cancel(id);
+            s.clients.erase(id); // nobody to tell
+        }
+        s.core->drain_ended();
+    });
+    return {
+        [self](submit_atom, gen_request &r) {
+            auto &s = self->state;
+            auto sink = caf::actor_cast<caf::actor>(self->current_sender());
+            if (!sink) return; // an anonymous submitter could never hear back
+            const size_t queued = self->mailbox().size();
+            if (queued > s.cfg.mailbox_limit) {
+                reject(self, sink, r.id, errc::overloaded,
+                       "the scheduler's mailbox holds " + std::to_string(queued) + " messages (limit " +
+                           std::to_string(s.cfg.mailbox_limit) + ")");
+                return;
+            }
+            const int64_t id = r.id;
+            if (auto bad = s.core->submit(std::move(r))) {
+                reject(self, sink, id, bad->code, bad->message);
+                return;
+            }
+            self->monitor(sink);
+            s.clients[id] = {sink, clock_type::now(), {}, false};
+            kick(self);
+        },
+        [self](cancel_atom, int64_t id) {
+            auto &s = self->state;
+            if (!s.core->cancel(id)) return;
+            deliver(self, s.core->drain_ended());
+            kick(self);
+        },
+        [self](tick_atom) {
+            auto &s = self->state;
+            s.tick_pending = false;
+            if (!s.core->in_flight() && s.core->has_work()) run_step(self);
+        },
+    };
+}
+
+} // namespace
+
+caf::actor spawn_scheduler(caf::actor_system &sys, const scheduler_config &cfg, caf::actor executor,
+                           caf::actor metrics, std::function<bool(int32_t)> is_eog) {
+    return sys.spawn(scheduler_actor, cfg, std::move(executor), std::move(metrics), std::move(is_eog));
+}
+
+} // namespace actorserve

@@ -1,0 +1,31 @@
+// A session: one conversation. It owns the turns so far and the request in flight; it renders
+// the conversation with the model's chat template, submits it to the scheduler, and turns the
+// token stream into text for its client (UTF-8 whole characters, stop strings honoured).
+//
+//   client -> session: chat_request, (cancel_atom, id)        see include/actorserve/messages.h
+//   scheduler -> session: gen_event
+//
+// One request at a time: another chat_request while one runs gets errc::busy. The prompt of
+// every turn is the whole conversation; the scheduler's prefix cache makes the earlier turns
+// free. A client that terminates cancels its request; the session ends with its scheduler.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <memory>
+
+#include "engine/chat_template.h"
+#include "engine/tokenizer.h"
+
+namespace actorserve {
+
+struct session_config {
+    std::shared_ptr<const tokenizer> tok;
+    std::shared_ptr<const chat_template> tmpl;
+    int n_ctx = 2048;            // the scheduler's; a longer prompt is refused here, by name
+    size_t max_request_bytes = 1 << 20; // message text per request
+};
+
+caf::actor spawn_session(caf::actor_system &sys, const session_config &cfg, caf::actor scheduler);
+
+} // namespace actorserve

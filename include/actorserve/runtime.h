@@ -1,0 +1,79 @@
+// The programmatic API: start the runtime inside your own caf::actor_system, open sessions,
+// and talk to them with the messages of include/actorserve/messages.h.
+//
+//   caf::actor_system_config cfg;
+//   caf::actor_system sys{cfg};
+//   std::string err;
+//   auto rt = actorserve::runtime::start(sys, {.model_path = "models/m.gguf"}, err);
+//   caf::actor chat = rt->open_session();
+//   self->send(chat, actorserve::chat_request{1, {{"user", "Hello"}}});
+//   // -> chat_delta{1, "Hi"} ... chat_done{1, "stop", ...}   (or one chat_error)
+//
+// Actors: one scheduler, one executor per device (the CPU today), one metrics actor, and a
+// session per conversation; docs/architecture.md shows who owns what.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "actors/scheduler.h"
+#include "engine/model.h"
+#include "engine/tokenizer.h"
+#include "include/actorserve/messages.h"
+#include "include/actorserve/metrics.h"
+
+namespace actorserve {
+
+struct runtime_config {
+    std::string model_path;
+    int n_threads = 0;              // engine threads; 0: physical cores
+    int n_ctx = 2048;               // longest sequence (prompt + answer)
+    int max_seqs = 16;              // sequences per step
+    int step_tokens = 512;          // tokens per step (decode + prompt chunks)
+    int max_waiting = 256;          // queued requests; beyond: overloaded
+    int kv_capacity_mib = 256;      // KV pool size
+    int kv_block_size = 32;         // positions per KV block (multiple of 32)
+    std::chrono::milliseconds batch_wait{2};
+    size_t scheduler_mailbox_limit = 4096;
+    int retry_after_ms = 1000;
+    size_t max_request_bytes = 1 << 20;
+
+    // The scheduler's settings these imply for a model (KV blocks from the capacity).
+    scheduler_settings settings(const llama_hparams &hp) const;
+};
+
+class runtime {
+public:
+    // Loads the model and spawns the scheduler, the CPU executor and the metrics actor.
+    // nullptr and err = "<what>: <problem>" on a bad model or bad settings.
+    static std::unique_ptr<runtime> start(caf::actor_system &sys, const runtime_config &cfg, std::string &err);
+    // Stops the runtime's actors; open sessions then end too, answering a request in flight
+    // with errc::internal "the runtime stopped".
+    ~runtime();
+    runtime(const runtime &) = delete;
+    runtime &operator=(const runtime &) = delete;
+
+    caf::actor open_session();        // a new conversation; end it with send_exit
+    caf::actor scheduler() const { return scheduler_; }
+    caf::actor metrics() const { return metrics_; }   // (get_atom) => metrics_snapshot
+    const tokenizer &tok() const { return *tok_; }
+    const llama_model &model() const { return *model_; }
+    const scheduler_settings &settings() const { return settings_; }
+
+private:
+    runtime(caf::actor_system &sys) : sys_(sys) {}
+
+    caf::actor_system &sys_;
+    runtime_config cfg_;
+    scheduler_settings settings_;
+    std::shared_ptr<const llama_model> model_;
+    std::shared_ptr<const tokenizer> tok_;
+    std::shared_ptr<const chat_template> tmpl_;
+    caf::actor executor_, scheduler_, metrics_;
+};
+
+} // namespace actorserve

@@ -1,0 +1,202 @@
+// The runtime through its public API, with real CAF actors: sessions stream text, concurrent
+// requests get exactly what they get alone, cancellation and floods end every request
+// explicitly, and the KV pool is empty once every session is done.
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include "include/actorserve/runtime.h"
+
+using namespace actorserve;
+using namespace std::chrono_literals;
+
+namespace {
+
+runtime_config small_config() {
+    runtime_config c;
+    c.model_path = ACTORSERVE_MODEL_PATH;
+    c.n_threads = 2;
+    c.n_ctx = 512;
+    c.max_seqs = 16;
+    c.step_tokens = 256;
+    c.kv_capacity_mib = 64;
+    return c;
+}
+
+sampling_params greedy() {
+    sampling_params p;
+    p.temperature = 0.0f;
+    return p;
+}
+
+struct outcome {
+    std::string text;           // the deltas joined
+    std::optional<chat_done> done;
+    std::optional<chat_error> error;
+};
+
+// Receives events for the given request ids until each has ended (or 120 s pass).
+std::map<int64_t, outcome> collect(caf::scoped_actor &self, size_t n) {
+    std::map<int64_t, outcome> out;
+    size_t ended = 0;
+    bool timed_out = false;
+    while (ended < n && !timed_out) {
+        self->receive(
+            [&](chat_delta &d) { out[d.id].text += d.text; },
+            [&](chat_done &d) { out[d.id].done = d; ++ended; },
+            [&](chat_error &e) { out[e.id].error = e; ++ended; },
+            caf::after(120s) >> [&] { timed_out = true; });
+    }
+    REQUIRE_MESSAGE(!timed_out, "requests did not end");
+    return out;
+}
+
+metrics_snapshot metrics_of(caf::scoped_actor &self, runtime &rt) {
+    metrics_snapshot snap;
+    self->request(rt.metrics(), 10s, get_atom::value).receive(
+        [&](metrics_snapshot &s) { snap = s; }, [&](caf::error &e) { FAIL("metrics: " << caf::to_string(e)); });
+    return snap;
+}
+
+const char *kQuestions[] = {
+    "What is the capital of France?", "Name three colours.", "Write a haiku about the sea.",
+    "How many legs does a spider have?", "What is 12 times 12?", "Say hello in Spanish.",
+    "Why is the sky blue?", "List two prime numbers.", "What does a cat say?", "Describe rain in one line.",
+    "Who wrote Hamlet?", "What is water made of?", "Give a synonym for happy.", "What is the opposite of cold?",
+    "Count from one to five.", "What do bees make?",
+};
+
+} // namespace
+
+TEST_CASE("runtime: 16 concurrent sessions stream what each streams alone") {
+    caf::actor_system_config cfg;
+    caf::actor_system sys{cfg};
+    std::string err;
+    auto rt = runtime::start(sys, small_config(), err);
+    REQUIRE_MESSAGE(rt, err);
+    caf::scoped_actor self{sys};
+
+    std::map<int64_t, std::string> alone;
+    for (int i = 0; i < 16; ++i) {
+        caf::actor s = rt->open_session();
+        self->send(s, chat_request{i, {{"user", kQuestions[i]}}, greedy(), 16, {}});
+        auto r = collect(self, 1);
+        REQUIRE_MESSAGE(r[i].done, "request " << i << ": " << (r[i].error ? r[i].error->message : ""));
+        CHECK(r[i].done->text == r[i].text);
+        CHECK(r[i].done->usage.completion_tokens > 0);
+        alone[i] = r[i].text;
+        self->send_exit(s, caf::exit_reason::user_shutdown);
+    }
+
+    std::vector<caf::actor> sessions;
+    for (int i = 0; i < 16; ++i) sessions.push_back(rt->open_session());
+    for (int i = 0; i < 16; ++i) self->send(sessions[i], chat_request{i, {{"user", kQuestions[i]}}, greedy(), 16, {}});
+    auto together = collect(self, 16);
+    for (int i = 0; i < 16; ++i) {
+        REQUIRE_MESSAGE(together[i].done, "request " << i);
+        CHECK_MESSAGE(together[i].text == alone[i], "request " << i);
+    }
+    const metrics_snapshot m = metrics_of(self, *rt);
+    CHECK(m.batch_size.quantile(1.0) >= 8); // they really ran together
+    CHECK(m.requests_finished == 32);
+    for (auto &s : sessions) self->send_exit(s, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("runtime: a session's second turn reuses the first turn's KV blocks") {
+    caf::actor_system_config cfg;
+    caf::actor_system sys{cfg};
+    std::string err;
+    auto rt = runtime::start(sys, small_config(), err);
+    REQUIRE_MESSAGE(rt, err);
+    caf::scoped_actor self{sys};
+    caf::actor s = rt->open_session();
+    self->send(s, chat_request{1, {{"system", "You are a helpful assistant who answers briefly and kindly, in plain words."},
+                                   {"user", "What is the capital of France?"}}, greedy(), 24, {}});
+    auto first = collect(self, 1);
+    REQUIRE(first[1].done);
+    self->send(s, chat_request{2, {{"user", "And of Spain?"}}, greedy(), 8, {}});
+    auto second = collect(self, 1);
+    REQUIRE(second[2].done);
+    const chat_usage &u = second[2].done->usage;
+    CHECK(u.prompt_tokens > first[1].done->usage.prompt_tokens);
+    CHECK(u.cached_tokens >= 32);
+    CHECK(u.cached_tokens % 32 == 0);
+    self->send_exit(s, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("runtime: cancelling a request ends it with 'cancelled' and frees its KV blocks") {
+    caf::actor_system_config cfg;
+    caf::actor_system sys{cfg};
+    std::string err;
+    auto rt = runtime::start(sys, small_config(), err);
+    REQUIRE_MESSAGE(rt, err);
+    caf::scoped_actor self{sys};
+    caf::actor s = rt->open_session();
+    self->send(s, chat_request{7, {{"user", "Tell me a long story about a dragon."}}, greedy(), 400, {}});
+    bool cancelled = false;
+    std::optional<chat_done> done;
+    while (!done) {
+        self->receive(
+            [&](chat_delta &) {
+                if (!cancelled) self->send(s, cancel_atom::value, int64_t{7});
+                cancelled = true;
+            },
+            [&](chat_done &d) { done = d; },
+            [&](chat_error &e) { FAIL(e.message); },
+            caf::after(120s) >> [&] { FAIL("no answer"); });
+    }
+    CHECK(done->finish_reason == "cancelled");
+    CHECK(done->usage.completion_tokens < 400);
+    // busy and invalid requests are refused by name
+    self->send(s, chat_request{8, {{"robot", "hi"}}, greedy(), 4, {}});
+    auto bad = collect(self, 1);
+    REQUIRE(bad[8].error);
+    CHECK(bad[8].error->code == errc::invalid_request);
+    CHECK(bad[8].error->message == "message role must be system, user or assistant, got 'robot'");
+    // once nothing runs, every block is free (cached prefixes count as free)
+    metrics_snapshot m;
+    for (int i = 0; i < 50; ++i) {
+        m = metrics_of(self, *rt);
+        if (m.running == 0) break;
+        std::this_thread::sleep_for(20ms);
+    }
+    CHECK(m.running == 0);
+    CHECK(m.kv_blocks_used == 0);
+    self->send_exit(s, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("runtime: a flood of many times the capacity ends every request, done or overloaded") {
+    caf::actor_system_config cfg;
+    caf::actor_system sys{cfg};
+    std::string err;
+    runtime_config c = small_config();
+    c.max_seqs = 4;
+    c.max_waiting = 4;
+    auto rt = runtime::start(sys, c, err);
+    REQUIRE_MESSAGE(rt, err);
+    caf::scoped_actor self{sys};
+    constexpr int kFlood = 64;
+    std::vector<caf::actor> sessions;
+    for (int i = 0; i < kFlood; ++i) sessions.push_back(rt->open_session());
+    for (int i = 0; i < kFlood; ++i)
+        self->send(sessions[i], chat_request{i, {{"user", kQuestions[i % 16]}}, greedy(), 4, {}});
+    auto r = collect(self, kFlood);
+    int done = 0, overloaded = 0;
+    for (auto &[id, o] : r) {
+        if (o.done) {
+            ++done;
+            CHECK(o.done->finish_reason != "cancelled");
+        } else {
+            REQUIRE(o.error);
+            CHECK(o.error->code == errc::overloaded);
+            CHECK(o.error->retry_after_ms > 0);
+            ++overloaded;
+        }
+    }
+    CHECK(done + overloaded == kFlood);
+    CHECK(done >= c.max_waiting); // what was accepted still finished
+    CHECK(overloaded > 0);   // and the rest was told, not queued without bound
+    const metrics_snapshot m = metrics_of(self, *rt);
+    CHECK(m.requests_rejected_overloaded == static_cast<uint64_t>(overloaded));
+    for (auto &s : sessions) self->send_exit(s, caf::exit_reason::user_shutdown);
+}
