@@ -20,6 +20,7 @@ APT_PACKAGES=(
   build-essential cmake pkg-config g++ git
   python3 python3-venv python3-pip unzip ca-certificates
   libpcre2-dev libcli11-dev doctest-dev libsimdjson-dev
+  libcaf-dev
 )
 
 MODEL_NAME="SmolLM2-135M-Instruct.Q4_1.gguf"
