@@ -44,7 +44,7 @@ struct metrics_state {
 
 } // namespace
 
-caf::behavior metrics_actor(caf::event_based_actor *self) {
+caf::behavior metrics_actor(caf::event_based_actor *self, std::chrono::milliseconds rate_window) {
     auto st = std::make_shared<metrics_state>();
     st->snap.ttft_ms = histogram(ms_buckets());
     st->snap.itl_ms = histogram(ms_buckets());
@@ -52,7 +52,7 @@ caf::behavior metrics_actor(caf::event_based_actor *self) {
     st->snap.batch_size = histogram({1, 2, 4, 8, 16, 32, 64, 128, 256});
     (void)self;
     return {
-        [st](const metrics_sample &m) {
+        [st, rate_window](const metrics_sample &m) {
             metrics_snapshot &s = st->snap;
             s.queue_depth = m.queue_depth;
             s.running = m.running;
@@ -76,8 +76,7 @@ caf::behavior metrics_actor(caf::event_based_actor *self) {
             for (double v : m.itl_ms) s.itl_ms.observe(v);
             const auto now = std::chrono::steady_clock::now();
             st->recent.emplace_back(now, m.generated);
-            const auto window = std::chrono::seconds(5);
-            while (!st->recent.empty() && now - st->recent.front().first > window) st->recent.pop_front();
+            while (!st->recent.empty() && now - st->recent.front().first > rate_window) st->recent.pop_front();
             int n = 0;
             for (const auto &r : st->recent) n += r.second;
             const double span = st->recent.size() > 1

@@ -4,8 +4,13 @@
 
 #include <caf/all.hpp>
 
+#include <chrono>
+
 namespace actorserve {
 
-caf::behavior metrics_actor(caf::event_based_actor *self);
+// tokens_per_s is measured over the last `rate_window`.
+// note: CAF 0.17.6 binds a reference through a null pointer when a function-based actor is
+// spawned with no arguments (UBSan reports it), so every actor here takes at least one.
+caf::behavior metrics_actor(caf::event_based_actor *self, std::chrono::milliseconds rate_window);
 
 } // namespace actorserve

@@ -60,7 +60,7 @@ std::unique_ptr<runtime> runtime::start(caf::actor_system &sys, const runtime_co
     // The server reuses KV across requests and recomputes preempted sequences: both stay exact
     // only when a token's KV does not depend on how its sequence was split into steps.
     cp.chunk_invariant = true;
-    rt->metrics_ = sys.spawn(metrics_actor);
+    rt->metrics_ = sys.spawn(metrics_actor, std::chrono::milliseconds(5000));
     rt->executor_ = spawn_cpu_executor(sys, rt->model_, cp);
     scheduler_config sc;
     sc.sched = rt->settings_;
