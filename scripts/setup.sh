@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
   build-essential cmake pkg-config g++ git
-  python3 python3-venv python3-pip unzip ca-certificates
+  python3 python3-venv python3-pip unzip ca-certificates curl
   libpcre2-dev libcli11-dev doctest-dev libsimdjson-dev
   libcaf-dev
 )
