@@ -6,6 +6,7 @@
 #   CMAKE_ARGS   extra arguments for the configure step, e.g.
 #                BUILD_DIR=build-asan CMAKE_ARGS="-DACTORSERVE_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=RelWithDebInfo" scripts/build.sh
 #   JOBS         parallel build jobs (default: nproc)
+#   TARGETS      build only these targets, space-separated (default: all)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -17,5 +18,8 @@ read -r -a extra_args <<< "${CMAKE_ARGS:-}"
 
 echo "build: configuring ${BUILD_DIR} ${CMAKE_ARGS:-}"
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release "${extra_args[@]}"
-echo "build: compiling with ${JOBS} jobs"
-cmake --build "$BUILD_DIR" -j"$JOBS"
+read -r -a targets <<< "${TARGETS:-}"
+build_args=(-j"$JOBS")
+if [[ ${#targets[@]} -gt 0 ]]; then build_args+=(--target "${targets[@]}"); fi
+echo "build: compiling ${TARGETS:-all targets} with ${JOBS} jobs"
+cmake --build "$BUILD_DIR" "${build_args[@]}"
