@@ -19,6 +19,11 @@ scheduler_settings runtime_config::settings(const llama_hparams &hp) const {
     return s;
 }
 
+void runtime::tune(caf::actor_system_config &cfg) {
+    cfg.set("work-stealing.aggressive-poll-attempts", size_t{0});
+    cfg.set("work-stealing.moderate-poll-attempts", size_t{0});
+}
+
 std::unique_ptr<runtime> runtime::start(caf::actor_system &sys, const runtime_config &cfg, std::string &err) {
     std::unique_ptr<runtime> rt(new runtime(sys));
     rt->cfg_ = cfg;

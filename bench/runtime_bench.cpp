@@ -112,10 +112,16 @@ bool run_once(caf::actor_system &sys, const runtime_config &rc, int n, int max_t
             if (c.got_first) ttft.push_back(std::chrono::duration<double, std::milli>(c.first - c.sent).count());
         }
         const double wall = std::chrono::duration<double>(end - t0).count();
+        // the runtime's own view: steps taken and the executor's time in them
+        double steps = 0, step_ms = 0;
+        self->request(rt->metrics(), std::chrono::seconds(5), get_atom::value)
+            .receive([&](const metrics_snapshot &m) { steps = static_cast<double>(m.steps); step_ms = m.step_ms.sum; },
+                     [](caf::error &) {});
         std::printf("{\"clients\": %d, \"run\": %d, \"tokens\": %d, \"errors\": %d, \"wall_s\": %.3f, "
+                    "\"steps\": %.0f, \"step_ms_mean\": %.2f, "
                     "\"tok_s\": %.2f, \"ttft_ms\": {\"p50\": %.1f, \"p90\": %.1f, \"p99\": %.1f}, "
                     "\"itl_ms\": {\"p50\": %.2f, \"p90\": %.2f, \"p99\": %.2f}}\n",
-                    n, run, tokens, errors, wall, wall > 0 ? tokens / wall : 0.0, pct(ttft, 0.5), pct(ttft, 0.9),
+                    n, run, tokens, errors, wall, steps, steps > 0 ? step_ms / steps : 0.0, wall > 0 ? tokens / wall : 0.0, pct(ttft, 0.5), pct(ttft, 0.9),
                     pct(ttft, 0.99), pct(itl, 0.5), pct(itl, 0.9), pct(itl, 0.99));
         std::fflush(stdout);
         for (const caf::actor &s : sessions) self->send_exit(s, caf::exit_reason::user_shutdown);
@@ -129,16 +135,19 @@ int main(int argc, char **argv) {
     CLI::App app{"actorserve runtime benchmark: throughput and latency against concurrency"};
     runtime_config rc;
     std::vector<int> clients{1, 2, 4, 8, 16, 32};
-    int max_tokens = 128, runs = 1;
+    int max_tokens = 128, runs = 1, caf_workers = 0;
     app.add_option("--model", rc.model_path, "GGUF model")->required();
     app.add_option("--threads", rc.n_threads, "engine threads (0: physical cores)");
     app.add_option("--clients", clients, "client counts, comma-separated")->delimiter(',');
     app.add_option("--max-tokens", max_tokens, "tokens per answer at most");
     app.add_option("--runs", runs, "runs per client count");
     app.add_option("--max-seqs", rc.max_seqs, "sequences per step");
+    app.add_option("--caf-workers", caf_workers, "CAF scheduler threads (0: CAF's default, one per core)");
     CLI11_PARSE(app, argc, argv);
 
     caf::actor_system_config cfg;
+    runtime::tune(cfg);
+    if (caf_workers > 0) cfg.set("scheduler.max-threads", static_cast<size_t>(caf_workers));
     caf::actor_system sys{cfg};
     for (int r = 0; r < runs; ++r)
         for (int n : clients)

@@ -17,6 +17,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     caf::actor_system_config cfg;
+    actorserve::runtime::tune(cfg); // CAF's workers sleep when idle, leaving the cores to the engine
     caf::actor_system sys{cfg};
 
     actorserve::runtime_config rc;

@@ -2,6 +2,7 @@
 // and talk to them with the messages of include/actorserve/messages.h.
 //
 //   caf::actor_system_config cfg;
+//   actorserve::runtime::tune(cfg);
 //   caf::actor_system sys{cfg};
 //   std::string err;
 //   auto rt = actorserve::runtime::start(sys, {.model_path = "models/m.gguf"}, err);
@@ -48,6 +49,13 @@ struct runtime_config {
 
 class runtime {
 public:
+    // Settings for the actor_system the runtime will live in; call on your config before
+    // constructing the system. CAF's workers normally poll for work when idle, in short sleeps
+    // (about 60 microseconds), for tens of milliseconds; on a box whose cores the engine's
+    // threads keep busy, each wake-up preempts one of them and stalls the step it belongs to.
+    // With this they wait on a condition variable and are woken by the next message instead.
+    static void tune(caf::actor_system_config &cfg);
+
     // Loads the model and spawns the scheduler, the CPU executor and the metrics actor.
     // nullptr and err = "<what>: <problem>" on a bad model or bad settings.
     static std::unique_ptr<runtime> start(caf::actor_system &sys, const runtime_config &cfg, std::string &err);

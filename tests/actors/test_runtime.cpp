@@ -70,6 +70,7 @@ const char *kQuestions[] = {
 
 TEST_CASE("runtime: 16 concurrent sessions stream what each streams alone") {
     caf::actor_system_config cfg;
+    runtime::tune(cfg);
     caf::actor_system sys{cfg};
     std::string err;
     auto rt = runtime::start(sys, small_config(), err);
@@ -104,6 +105,7 @@ TEST_CASE("runtime: 16 concurrent sessions stream what each streams alone") {
 
 TEST_CASE("runtime: a session's second turn reuses the first turn's KV blocks") {
     caf::actor_system_config cfg;
+    runtime::tune(cfg);
     caf::actor_system sys{cfg};
     std::string err;
     auto rt = runtime::start(sys, small_config(), err);
@@ -126,6 +128,7 @@ TEST_CASE("runtime: a session's second turn reuses the first turn's KV blocks") 
 
 TEST_CASE("runtime: cancelling a request ends it with 'cancelled' and frees its KV blocks") {
     caf::actor_system_config cfg;
+    runtime::tune(cfg);
     caf::actor_system sys{cfg};
     std::string err;
     auto rt = runtime::start(sys, small_config(), err);
@@ -167,6 +170,7 @@ TEST_CASE("runtime: cancelling a request ends it with 'cancelled' and frees its 
 
 TEST_CASE("runtime: a flood of many times the capacity ends every request, done or overloaded") {
     caf::actor_system_config cfg;
+    runtime::tune(cfg);
     caf::actor_system sys{cfg};
     std::string err;
     runtime_config c = small_config();
