@@ -28,12 +28,27 @@ struct scheduler_st {
     scheduler_config cfg;
     caf::actor executor, metrics;
     std::unordered_map<int64_t, client> clients;
+    // Submitters monitored, with how many of their requests are open: one monitor per peer,
+    // dropped with its last request, so a long conversation does not pile them up.
+    std::unordered_map<caf::actor_addr, int> watched;
     bool tick_pending = false;
     clock_type::time_point step_start;
     metrics_sample sample; // accumulated between steps
 };
 
 using self_ptr = caf::stateful_actor<scheduler_st> *;
+
+void watch(self_ptr self, const caf::actor &sink) {
+    if (self->state.watched[sink.address()]++ == 0) self->monitor(sink);
+}
+
+void unwatch(self_ptr self, const caf::actor &sink) {
+    auto &w = self->state.watched;
+    auto it = w.find(sink.address());
+    if (it == w.end() || --it->second > 0) return;
+    w.erase(it);
+    self->demonitor(sink);
+}
 
 void reject(self_ptr self, const caf::actor &sink, int64_t id, errc code, std::string message) {
     gen_event e;
@@ -74,7 +89,10 @@ void deliver(self_ptr self, const std::vector<seq_event> &events, const std::str
             }
         }
         self->send(c.sink, std::move(g));
-        if (e.finish) st.clients.erase(it);
+        if (e.finish) {
+            unwatch(self, c.sink);
+            st.clients.erase(it);
+        }
     }
 }
 
@@ -150,7 +168,9 @@ caf::behavior scheduler_actor(self_ptr self, scheduler_config cfg, caf::actor ex
             s.core->cancel(id);
             s.clients.erase(id); // nobody to tell
         }
-        s.core->drain_ended();
+        s.watched.erase(dm.source);
+        deliver(self, s.core->drain_ended()); // anyone else's ends, should there be any
+        kick(self);                           // the freed blocks may admit a waiting request
     });
     return {
         [self](submit_atom, gen_request &r) {
@@ -169,7 +189,7 @@ caf::behavior scheduler_actor(self_ptr self, scheduler_config cfg, caf::actor ex
                 reject(self, sink, id, bad->code, bad->message);
                 return;
             }
-            self->monitor(sink);
+            watch(self, sink);
             s.clients[id] = {sink, clock_type::now(), {}, false};
             kick(self);
         },

@@ -58,16 +58,24 @@ void emit(self_ptr self, std::string_view piece) {
     }
 }
 
+// The request is over: stop watching its client (one monitor per request would pile up over a
+// long conversation) and forget it.
+void end_request(self_ptr self) {
+    auto &st = self->state;
+    if (!st.cur->client_gone) self->demonitor(st.cur->client);
+    st.cur.reset();
+}
+
 void finish(self_ptr self, const gen_event &e) {
     auto &st = self->state;
     auto &a = *st.cur;
     if (a.client_gone) {
-        st.cur.reset();
+        end_request(self);
         return;
     }
     if (e.finish == "rejected" || e.finish == "error") {
         send_error(self, a.client, a.client_id, e.code, e.error, e.retry_after_ms);
-        st.cur.reset();
+        end_request(self);
         return;
     }
     if (!a.stopped) {
@@ -89,7 +97,7 @@ void finish(self_ptr self, const gen_event &e) {
         st.turns.push_back({"assistant", a.text});
     }
     self->send(a.client, std::move(d));
-    st.cur.reset();
+    end_request(self);
 }
 
 std::optional<std::string> check(const chat_request &r, const session_config &cfg) {
