@@ -64,13 +64,8 @@ bool scheduler_state::cancel(int64_t id) {
     auto it = seqs_.find(id);
     if (it == seqs_.end()) return false;
     sequence &s = it->second;
-    if (s.in_step) {
-        s.cancelled = true; // finished by complete(): the executor is still writing its blocks
-    } else if (s.slot < 0) {
-        finish(id, "cancelled", ended_);
-    } else {
-        finish(id, "cancelled", ended_);
-    }
+    if (s.in_step) s.cancelled = true; // finished by complete(): the executor is still writing its blocks
+    else finish(id, "cancelled", ended_);
     return true;
 }
 
