@@ -204,3 +204,25 @@ TEST_CASE("runtime: a flood of many times the capacity ends every request, done 
     CHECK(m.requests_rejected_overloaded == static_cast<uint64_t>(overloaded));
     for (auto &s : sessions) self->send_exit(s, caf::exit_reason::user_shutdown);
 }
+
+TEST_CASE("runtime: ending a session mid-answer frees its sequence and KV blocks") {
+    caf::actor_system_config cfg;
+    runtime::tune(cfg);
+    caf::actor_system sys{cfg};
+    std::string err;
+    auto rt = runtime::start(sys, small_config(), err);
+    REQUIRE_MESSAGE(rt, err);
+    caf::scoped_actor self{sys};
+    caf::actor s = rt->open_session();
+    self->send(s, chat_request{1, {{"user", "Tell me a long story about a dragon."}}, greedy(), 400, {}});
+    self->receive([](chat_delta &) {}, caf::after(120s) >> [] { FAIL("no answer"); });
+    self->send_exit(s, caf::exit_reason::user_shutdown); // the session ends, its answer unfinished
+    metrics_snapshot m;
+    for (int i = 0; i < 100; ++i) {
+        m = metrics_of(self, *rt);
+        if (m.running == 0 && m.kv_blocks_used == 0) break;
+        std::this_thread::sleep_for(20ms);
+    }
+    CHECK(m.running == 0);
+    CHECK(m.kv_blocks_used == 0);
+}
