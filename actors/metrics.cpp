@@ -32,10 +32,6 @@ double histogram::quantile(double q) const {
 
 namespace {
 
-std::vector<double> ms_buckets() {
-    return {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000};
-}
-
 struct metrics_state {
     metrics_snapshot snap;
     // (time, generated tokens) of recent steps, for a sliding tokens/s
@@ -46,10 +42,6 @@ struct metrics_state {
 
 caf::behavior metrics_actor(caf::event_based_actor *self, std::chrono::milliseconds rate_window) {
     auto st = std::make_shared<metrics_state>();
-    st->snap.ttft_ms = histogram(ms_buckets());
-    st->snap.itl_ms = histogram(ms_buckets());
-    st->snap.step_ms = histogram(ms_buckets());
-    st->snap.batch_size = histogram({1, 2, 4, 8, 16, 32, 64, 128, 256});
     (void)self;
     return {
         [st, rate_window](const metrics_sample &m) {
@@ -62,6 +54,9 @@ caf::behavior metrics_actor(caf::event_based_actor *self, std::chrono::milliseco
             s.requests_admitted = m.counts.admitted;
             s.requests_finished = m.counts.finished;
             s.requests_rejected_overloaded = m.counts.rejected_overloaded;
+            s.outcomes = {.stop = m.counts.stop, .length = m.counts.length, .context = m.counts.context,
+                          .cancelled = m.counts.cancelled, .error = m.counts.error,
+                          .rejected = m.counts.rejected, .overloaded = m.counts.rejected_overloaded};
             s.preemptions = m.counts.preempted;
             s.prompt_tokens = m.counts.prompt_tokens;
             s.prefix_hit_tokens = m.counts.prefix_hit_tokens;
@@ -74,6 +69,8 @@ caf::behavior metrics_actor(caf::event_based_actor *self, std::chrono::milliseco
             }
             for (double v : m.ttft_ms) s.ttft_ms.observe(v);
             for (double v : m.itl_ms) s.itl_ms.observe(v);
+            for (double v : m.queue_ms) s.queue_ms.observe(v);
+            for (double v : m.e2e_ms) s.e2e_ms.observe(v);
             const auto now = std::chrono::steady_clock::now();
             st->recent.emplace_back(now, m.generated);
             while (!st->recent.empty() && now - st->recent.front().first > rate_window) st->recent.pop_front();

@@ -48,6 +48,8 @@ struct metrics_sample {
     scheduler_counts counts;
     std::vector<double> ttft_ms;        // requests that got their first token this step
     std::vector<double> itl_ms;         // gaps between consecutive tokens of a request
+    std::vector<double> queue_ms;       // requests admitted for the first time: submit to admission
+    std::vector<double> e2e_ms;         // requests that ended: submit to end
 };
 
 } // namespace actorserve

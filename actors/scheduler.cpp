@@ -34,6 +34,7 @@ struct scheduler_st {
     bool tick_pending = false;
     clock_type::time_point step_start;
     metrics_sample sample; // accumulated between steps
+    uint64_t mailbox_overloaded = 0; // submits refused for a full mailbox (core counts the rest)
 };
 
 using self_ptr = caf::stateful_actor<scheduler_st> *;
@@ -90,6 +91,7 @@ void deliver(self_ptr self, const std::vector<seq_event> &events, const std::str
         }
         self->send(c.sink, std::move(g));
         if (e.finish) {
+            st.sample.e2e_ms.push_back(ms_between(c.submitted, now));
             unwatch(self, c.sink);
             st.clients.erase(it);
         }
@@ -105,8 +107,18 @@ void report(self_ptr self) {
     m.kv_used = m.kv_total - st.core->kv().n_free();
     m.kv_cached = st.core->kv().n_cached_blocks();
     m.counts = st.core->counts();
+    m.counts.rejected_overloaded += st.mailbox_overloaded;
     self->send(st.metrics, std::move(m));
     m = metrics_sample{};
+}
+
+// Reports now what changed outside a step (a refusal, a cancellation, a departed client), unless
+// a step is in flight or about to start: its report will carry it. Without this, an idle
+// runtime's metrics would stay stale until the next request ran.
+// note: the sample holds no step fields here (batch_seqs is set only while a step is in flight).
+void report_if_idle(self_ptr self) {
+    auto &st = self->state;
+    if (!st.core->in_flight() && !st.tick_pending) report(self);
 }
 
 void kick(self_ptr self);
@@ -120,6 +132,10 @@ void run_step(self_ptr self) {
     }
     st.step_start = clock_type::now();
     st.sample.batch_seqs = static_cast<int>(plan.seqs.size());
+    for (int64_t id : st.core->newly_admitted()) {
+        auto it = st.clients.find(id);
+        if (it != st.clients.end()) st.sample.queue_ms.push_back(ms_between(it->second.submitted, st.step_start));
+    }
     self->request(st.executor, caf::infinite, step_atom::value, std::move(plan))
         .then(
             [self](step_result &r) {
@@ -152,6 +168,14 @@ void kick(self_ptr self) {
     run_step(self);
 }
 
+void cancel(self_ptr self, int64_t id, bool stop_string) {
+    auto &s = self->state;
+    if (!s.core->cancel(id, stop_string)) return;
+    deliver(self, s.core->drain_ended());
+    kick(self);
+    report_if_idle(self);
+}
+
 caf::behavior scheduler_actor(self_ptr self, scheduler_config cfg, caf::actor executor, caf::actor metrics,
                               std::function<bool(int32_t)> is_eog) {
     auto &st = self->state;
@@ -171,6 +195,7 @@ caf::behavior scheduler_actor(self_ptr self, scheduler_config cfg, caf::actor ex
         s.watched.erase(dm.source);
         deliver(self, s.core->drain_ended()); // anyone else's ends, should there be any
         kick(self);                           // the freed blocks may admit a waiting request
+        report_if_idle(self);
     });
     return {
         [self](submit_atom, gen_request &r) {
@@ -179,30 +204,30 @@ caf::behavior scheduler_actor(self_ptr self, scheduler_config cfg, caf::actor ex
             if (!sink) return; // an anonymous submitter could never hear back
             const size_t queued = self->mailbox().size();
             if (queued > s.cfg.mailbox_limit) {
+                ++s.mailbox_overloaded;
                 reject(self, sink, r.id, errc::overloaded,
                        "the scheduler's mailbox holds " + std::to_string(queued) + " messages (limit " +
                            std::to_string(s.cfg.mailbox_limit) + ")");
+                report_if_idle(self);
                 return;
             }
             const int64_t id = r.id;
             if (auto bad = s.core->submit(std::move(r))) {
                 reject(self, sink, id, bad->code, bad->message);
+                report_if_idle(self);
                 return;
             }
             watch(self, sink);
             s.clients[id] = {sink, clock_type::now(), {}, false};
             kick(self);
         },
-        [self](cancel_atom, int64_t id) {
-            auto &s = self->state;
-            if (!s.core->cancel(id)) return;
-            deliver(self, s.core->drain_ended());
-            kick(self);
-        },
+        [self](cancel_atom, int64_t id) { cancel(self, id, false); },
+        [self](cancel_atom, int64_t id, stop_atom) { cancel(self, id, true); },
         [self](tick_atom) {
             auto &s = self->state;
             s.tick_pending = false;
             if (!s.core->in_flight() && s.core->has_work()) run_step(self);
+            report_if_idle(self); // what was to run may have been cancelled during the wait
         },
     };
 }

@@ -4,6 +4,9 @@
 //
 //   (submit_atom, gen_request)   queue it; a gen_event with finish "rejected" says why not
 //   (cancel_atom, int64_t id)    end a request; its blocks are free before the next step
+//   (cancel_atom, int64_t id, stop_atom)
+//                                the same, for a stop string the session found: it ends (and
+//                                is counted) as "stop", not "cancelled"
 //   (tick_atom)                  internal: the batch-forming wait is over
 //
 // Backpressure: a submit beyond max_waiting queued requests, or arriving while the mailbox
@@ -21,6 +24,8 @@
 #include "actors/scheduler_state.h"
 
 namespace actorserve {
+
+using stop_atom = caf::atom_constant<caf::atom("stop")>;
 
 struct scheduler_config {
     scheduler_settings sched;

@@ -2,8 +2,23 @@
 
 #include <algorithm>
 #include <cassert>
+#include <string_view>
 
 namespace actorserve {
+
+namespace {
+
+// The counter of a finish reason.
+uint64_t &outcome(scheduler_counts &c, std::string_view reason) {
+    if (reason == "stop") return c.stop;
+    if (reason == "length") return c.length;
+    if (reason == "context") return c.context;
+    if (reason == "cancelled") return c.cancelled;
+    assert(reason == "error");
+    return c.error;
+}
+
+} // namespace
 
 std::optional<std::string> scheduler_settings::validate() const {
     if (max_seqs < 1 || max_seqs > 256) return "max_seqs must be in [1, 256], got " + std::to_string(max_seqs);
@@ -29,7 +44,7 @@ scheduler_state::scheduler_state(const scheduler_settings &s, std::function<bool
     for (int i = s.max_seqs - 1; i >= 0; --i) free_slots_.push_back(i);
 }
 
-std::optional<scheduler_state::reject> scheduler_state::submit(gen_request r) {
+std::optional<scheduler_state::reject> scheduler_state::check(const gen_request &r) const {
     const int n_prompt = static_cast<int>(r.prompt.size());
     if (n_prompt == 0) return reject{errc::invalid_request, "the prompt is empty"};
     if (r.max_tokens < 1) return reject{errc::invalid_request, "max_tokens must be >= 1, got " + std::to_string(r.max_tokens)};
@@ -46,10 +61,16 @@ std::optional<scheduler_state::reject> scheduler_state::submit(gen_request r) {
         return reject{errc::exceed_context, "request needs up to " + std::to_string(need) + " tokens of KV memory (prompt " +
                                                 std::to_string(n_prompt) + " + max_tokens " + std::to_string(r.max_tokens) +
                                                 "), the KV cache holds " + std::to_string(capacity)};
-    if (static_cast<int>(waiting_.size()) >= settings_.max_waiting) {
-        ++counts_.rejected_overloaded;
+    if (static_cast<int>(waiting_.size()) >= settings_.max_waiting)
         return reject{errc::overloaded, std::to_string(waiting_.size()) + " requests are already waiting (limit " +
                                             std::to_string(settings_.max_waiting) + ")"};
+    return std::nullopt;
+}
+
+std::optional<scheduler_state::reject> scheduler_state::submit(gen_request r) {
+    if (auto bad = check(r)) {
+        ++(bad->code == errc::overloaded ? counts_.rejected_overloaded : counts_.rejected);
+        return bad;
     }
     const int64_t id = r.id;
     sequence s;
@@ -60,12 +81,13 @@ std::optional<scheduler_state::reject> scheduler_state::submit(gen_request r) {
     return std::nullopt;
 }
 
-bool scheduler_state::cancel(int64_t id) {
+bool scheduler_state::cancel(int64_t id, bool stop_string) {
     auto it = seqs_.find(id);
     if (it == seqs_.end()) return false;
     sequence &s = it->second;
-    if (s.in_step) s.cancelled = true; // finished by complete(): the executor is still writing its blocks
-    else finish(id, "cancelled", ended_);
+    const char *reason = stop_string ? "stop" : "cancelled";
+    if (s.in_step) s.cancelled = reason; // finished by complete(): the executor is still writing its blocks
+    else finish(id, reason, ended_);
     return true;
 }
 
@@ -93,6 +115,7 @@ void scheduler_state::finish(int64_t id, const char *reason, std::vector<seq_eve
     e.n_generated = s.n_generated;
     seqs_.erase(id);
     ++counts_.finished;
+    ++outcome(counts_, reason);
 }
 
 void scheduler_state::preempt(int64_t id) {
@@ -130,11 +153,15 @@ bool scheduler_state::try_admit(sequence &s, int budget) {
     s.first = true;
     s.admit_order = ++admit_counter_;
     running_.push_back(s.req.id);
-    if (s.n_generated == 0) {
+    // note: by `admitted`, not n_generated == 0: a sequence preempted before its first token
+    // would otherwise count (and queue) twice.
+    if (!s.admitted) {
+        s.admitted = true;
         ++counts_.admitted;
         counts_.prompt_tokens += s.tokens.size();
         counts_.prefix_hit_tokens += static_cast<uint64_t>(adm->n_cached);
         s.n_cached = adm->n_cached;
+        newly_admitted_.push_back(s.req.id);
     }
     return true;
 }
@@ -145,6 +172,7 @@ step_plan scheduler_state::plan() {
     p.released.swap(released_);
     plan_ids_.clear();
     plan_lens_.clear();
+    newly_admitted_.clear();
     int budget = settings_.step_tokens;
     const int B = kv_.block_size();
 
@@ -222,7 +250,7 @@ std::vector<seq_event> scheduler_state::complete(const std::vector<std::pair<int
         sequence &s = seqs_.at(id);
         s.in_step = false;
         if (s.cancelled) {
-            finish(id, "cancelled", out);
+            finish(id, s.cancelled, out);
             continue;
         }
         const int n = plan_lens_[i];

@@ -72,7 +72,12 @@ struct seq_event {
 
 // What happened to a sequence between steps, for metrics.
 struct scheduler_counts {
-    uint64_t admitted = 0, finished = 0, preempted = 0, rejected_overloaded = 0;
+    uint64_t admitted = 0, finished = 0, preempted = 0;
+    // How requests ended, each counted once: finished = stop + length + context + cancelled +
+    // error; refused at submit: rejected (can never run: invalid, or too large for the context
+    // or the KV pool) and rejected_overloaded (the queue is full).
+    uint64_t stop = 0, length = 0, context = 0, cancelled = 0, error = 0;
+    uint64_t rejected = 0, rejected_overloaded = 0;
     uint64_t prompt_tokens = 0;       // prompt tokens of admitted requests
     uint64_t prefix_hit_tokens = 0;   // of those, served from cached blocks (not computed)
     uint64_t computed_tokens = 0;     // tokens run through the model, recompute included
@@ -93,12 +98,16 @@ public:
 
     // Ends a request wherever it is: a waiting one leaves the queue, a running one frees its
     // slot and blocks now (or, while its step is in flight, when the step completes). Returns
-    // false for an unknown id. Its end is reported by the next complete() or by drain_ended().
-    bool cancel(int64_t id);
+    // false for an unknown id. Its end is reported by the next complete() or by drain_ended(),
+    // with finish "cancelled", or "stop" when stop_string (the session found a stop string).
+    bool cancel(int64_t id, bool stop_string = false);
 
     // Plans the next step; empty when there is nothing to compute. At most one plan is in
     // flight: call complete() before planning again.
     step_plan plan();
+    // Requests the last plan() admitted for the first time, in plan order: their wait in the
+    // queue ends now. A sequence re-admitted after preemption is not among them.
+    const std::vector<int64_t> &newly_admitted() const { return newly_admitted_; }
     // Applies the sampled tokens of the step in flight ((id, token) per sequence that sampled)
     // and returns what each client should hear, in plan order.
     std::vector<seq_event> complete(const std::vector<std::pair<int64_t, int32_t>> &sampled);
@@ -125,10 +134,12 @@ private:
         int slot = -1;                // -1 while waiting
         uint64_t admit_order = 0;     // larger: younger (preempted first)
         bool first = true;            // next plan is its first since admission
-        bool cancelled = false;
+        bool admitted = false;        // ever admitted (preemption does not undo it)
+        const char *cancelled = nullptr; // cancelled while in a step: how it ends when the step completes
         bool in_step = false;         // part of the plan in flight
     };
 
+    std::optional<reject> check(const gen_request &r) const;
     bool try_admit(sequence &s, int budget);
     bool make_room(int64_t for_id);   // preempts the youngest other running sequence
     void preempt(int64_t id);
@@ -145,6 +156,7 @@ private:
     std::vector<seq_event> ended_;     // ended outside a step
     std::vector<int64_t> plan_ids_;    // sequences of the step in flight, in plan order
     std::vector<int> plan_lens_;       // their token counts
+    std::vector<int64_t> newly_admitted_; // by the last plan, for the first time
     bool in_flight_ = false;
     uint64_t admit_counter_ = 0;
     scheduler_counts counts_;

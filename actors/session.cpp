@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "actors/protocol.h"
+#include "actors/scheduler.h"
 #include "engine/stop_filter.h"
 #include "engine/utf8.h"
 
@@ -30,6 +31,7 @@ struct session_st {
         double ttft_ms = -1.0;
         bool stopped = false;             // a stop string ended it; the scheduler is cancelling
         bool client_gone = false;         // the client terminated; nothing more is sent
+        bool raw = false;                 // a raw prompt: not a turn of the conversation
     };
     session_config cfg;
     caf::actor scheduler;
@@ -54,7 +56,8 @@ void emit(self_ptr self, std::string_view piece) {
     }
     if (r.stopped) {
         a.stopped = true;
-        self->send(self->state.scheduler, cancel_atom::value, a.gen_id);
+        // Ended by a stop string: the scheduler counts it as "stop", not as a cancel.
+        self->send(self->state.scheduler, cancel_atom::value, a.gen_id, stop_atom::value);
     }
 }
 
@@ -92,7 +95,7 @@ void finish(self_ptr self, const gen_event &e) {
     d.text = a.text;
     d.usage = {e.n_prompt, e.n_cached, e.n_generated};
     d.ttft_ms = a.ttft_ms < 0 ? 0.0 : a.ttft_ms;
-    if (d.finish_reason != "cancelled") {
+    if (d.finish_reason != "cancelled" && !a.raw) {
         st.turns.insert(st.turns.end(), a.asked.begin(), a.asked.end());
         st.turns.push_back({"assistant", a.text});
     }
@@ -100,19 +103,28 @@ void finish(self_ptr self, const gen_event &e) {
     end_request(self);
 }
 
-std::optional<std::string> check(const chat_request &r, const session_config &cfg) {
-    if (r.messages.empty()) return "messages is empty";
+struct problem {
+    errc code;
+    std::string message;
+};
+
+std::optional<problem> check(const chat_request &r, const session_config &cfg) {
+    if (r.messages.empty()) return problem{errc::invalid_request, "messages is empty"};
+    if (r.raw && r.messages.size() != 1)
+        return problem{errc::invalid_request, "a raw prompt is one message, got " + std::to_string(r.messages.size())};
     size_t bytes = 0;
     for (const chat_message &m : r.messages) {
         if (m.role != "system" && m.role != "user" && m.role != "assistant")
-            return "message role must be system, user or assistant, got '" + m.role.substr(0, 32) + "'";
-        if (!is_valid_utf8(m.content)) return "message content is not valid UTF-8";
+            return problem{errc::invalid_request,
+                           "message role must be system, user or assistant, got '" + m.role.substr(0, 32) + "'"};
+        if (!is_valid_utf8(m.content)) return problem{errc::invalid_request, "message content is not valid UTF-8"};
         bytes += m.content.size();
     }
     if (bytes > cfg.max_request_bytes)
-        return "messages hold " + std::to_string(bytes) + " bytes (limit " + std::to_string(cfg.max_request_bytes) + ")";
-    if (r.max_tokens < 1) return "max_tokens must be >= 1, got " + std::to_string(r.max_tokens);
-    if (auto bad = validate(r.sampling)) return *bad;
+        return problem{errc::too_large, "messages hold " + std::to_string(bytes) + " bytes (limit " +
+                                            std::to_string(cfg.max_request_bytes) + ")"};
+    if (r.max_tokens < 1) return problem{errc::unprocessable, "max_tokens must be >= 1, got " + std::to_string(r.max_tokens)};
+    if (auto bad = validate(r.sampling)) return problem{errc::unprocessable, *bad};
     return std::nullopt;
 }
 
@@ -141,12 +153,17 @@ caf::behavior session_actor(self_ptr self, session_config cfg, caf::actor schedu
                 return;
             }
             if (auto bad = check(r, st.cfg)) {
-                send_error(self, client, r.id, errc::invalid_request, *bad);
+                send_error(self, client, r.id, bad->code, std::move(bad->message));
                 return;
             }
-            std::vector<chat_message> all = st.turns;
-            all.insert(all.end(), r.messages.begin(), r.messages.end());
-            std::vector<int32_t> prompt = encode_prompt(*st.cfg.tok, st.cfg.tmpl->render(all, true));
+            std::vector<int32_t> prompt;
+            if (r.raw) {
+                prompt = encode_prompt(*st.cfg.tok, r.messages[0].content);
+            } else {
+                std::vector<chat_message> all = st.turns;
+                all.insert(all.end(), r.messages.begin(), r.messages.end());
+                prompt = encode_prompt(*st.cfg.tok, st.cfg.tmpl->render(all, true));
+            }
             if (static_cast<int>(prompt.size()) >= st.cfg.n_ctx) {
                 send_error(self, client, r.id, errc::exceed_context,
                            "prompt has " + std::to_string(prompt.size()) + " tokens, the context has room for " +
@@ -158,6 +175,7 @@ caf::behavior session_actor(self_ptr self, session_config cfg, caf::actor schedu
             a.gen_id = next_gen_id++;
             a.client = client;
             a.asked = std::move(r.messages);
+            a.raw = r.raw;
             a.stop = stop_filter(std::move(r.stop));
             a.t0 = clock_type::now();
             self->monitor(client);

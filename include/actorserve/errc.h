@@ -16,7 +16,30 @@ enum class errc : uint8_t {
     unauthorized,
     not_found,
     internal,            // a bug or a failed engine call; the message says which
+    forbidden,           // authenticated but not allowed (a WebSocket Origin off the allow-list)
+    too_large,           // a body or message over the size limit
+    unprocessable,       // well-formed, but a value is out of range (the message names it)
+    rate_limited,        // too many connections
 };
+
+// The code's name as clients see it ("overloaded", "too_large", ...).
+constexpr std::string_view name(errc e) {
+    switch (e) {
+    case errc::invalid_request: return "invalid_request";
+    case errc::exceed_context: return "exceed_context";
+    case errc::overloaded: return "overloaded";
+    case errc::cancelled: return "cancelled";
+    case errc::busy: return "busy";
+    case errc::unauthorized: return "unauthorized";
+    case errc::not_found: return "not_found";
+    case errc::internal: return "internal";
+    case errc::forbidden: return "forbidden";
+    case errc::too_large: return "too_large";
+    case errc::unprocessable: return "unprocessable";
+    case errc::rate_limited: return "rate_limited";
+    }
+    return "internal";
+}
 
 struct errc_info {
     int http_status;        // status an HTTP front end answers with
@@ -26,13 +49,17 @@ struct errc_info {
 constexpr errc_info info(errc e) {
     switch (e) {
     case errc::invalid_request: return {400, "invalid_request_error"};
-    case errc::exceed_context: return {400, "exceed_context_size_error"};
+    case errc::exceed_context: return {422, "exceed_context_size_error"};
     case errc::overloaded: return {503, "overloaded_error"};
     case errc::cancelled: return {499, "cancelled_error"};
     case errc::busy: return {409, "busy_error"};
     case errc::unauthorized: return {401, "authentication_error"};
     case errc::not_found: return {404, "not_found_error"};
     case errc::internal: return {500, "internal_error"};
+    case errc::forbidden: return {403, "permission_error"};
+    case errc::too_large: return {413, "request_too_large_error"};
+    case errc::unprocessable: return {422, "unprocessable_error"};
+    case errc::rate_limited: return {429, "rate_limit_error"};
     }
     return {500, "internal_error"};
 }

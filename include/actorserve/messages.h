@@ -30,6 +30,8 @@ struct chat_request {
     sampling_params sampling;
     int max_tokens = 256;
     std::vector<std::string> stop;        // stop strings; the text before the first is kept
+    bool raw = false;                     // messages[0].content is the whole prompt, no chat
+                                          // template, and it does not become a turn
 };
 
 struct chat_delta {

@@ -25,8 +25,45 @@ struct histogram {
     double quantile(double q) const;
 };
 
+// Bucket upper bounds, in milliseconds. The latency ones are vLLM's (vllm/v1/metrics/loggers.py,
+// there in seconds), so dashboards built for vLLM read ours the same way; where vLLM starts
+// coarse, finer bounds come first, because a small model on a CPU (or a GPU) answers in a few
+// milliseconds and queues rarely last longer than one step.
+inline std::vector<double> ttft_buckets_ms() {      // vLLM's time_to_first_token buckets
+    return {1, 5, 10, 20, 40, 60, 80, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000, 20000,
+            40000, 80000, 160000, 640000, 2560000};
+}
+inline std::vector<double> itl_buckets_ms() {       // vLLM's inter_token_latency, after 1-5 ms
+    return {1, 2.5, 5, 10, 25, 50, 75, 100, 150, 200, 300, 400, 500, 750, 1000, 2500, 5000, 7500,
+            10000, 20000, 40000, 80000};
+}
+inline std::vector<double> request_buckets_ms() {   // e2e and queue: vLLM's request latency, after 1-200 ms
+    return {1, 2.5, 5, 10, 25, 50, 100, 200, 300, 500, 800, 1000, 1500, 2000, 2500, 5000, 10000, 15000,
+            20000, 30000, 40000, 50000, 60000, 120000, 240000, 480000, 960000, 1920000, 7680000};
+}
+inline std::vector<double> step_buckets_ms() {     // ours: vLLM has no step duration
+    return {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000};
+}
+inline std::vector<double> batch_size_buckets() { return {1, 2, 4, 8, 16, 32, 64, 128, 256}; }
+
+// How requests ended, each counted once. The first five are accepted requests (their sum is
+// requests_finished); the last two were refused by the scheduler at submit.
+// note: a request the session refuses before submitting (a malformed one, a prompt longer than
+// the context, a busy session) never reaches the scheduler and is not counted here.
+struct request_outcomes {
+    uint64_t stop = 0;        // an end-of-generation token, or a stop string the session
+                              // reported as such (stop_atom, actors/scheduler.h)
+    uint64_t length = 0;      // max_tokens generated
+    uint64_t context = 0;     // the context filled up
+    uint64_t cancelled = 0;   // by its client or session, or its client or session went away
+    uint64_t error = 0;       // the step computing it failed
+    uint64_t rejected = 0;    // it can never run: longer than the context or the KV pool, or invalid
+    uint64_t overloaded = 0;  // the queue (max_waiting) or the scheduler's mailbox was full
+};
+
 struct metrics_snapshot {
-    // gauges, as of the last step
+    // gauges, as of the scheduler's last report: after every step, and at once when it refuses
+    // or ends a request while no step is due
     int queue_depth = 0;          // requests waiting for admission
     int running = 0;              // sequences holding a KV slot
     int kv_blocks_used = 0;
@@ -36,15 +73,21 @@ struct metrics_snapshot {
     // counters since start
     uint64_t steps = 0;
     uint64_t requests_admitted = 0;
-    uint64_t requests_finished = 0;
-    uint64_t requests_rejected_overloaded = 0;
+    uint64_t requests_finished = 0;            // accepted requests that ended, however
+    uint64_t requests_rejected_overloaded = 0; // = outcomes.overloaded
+    request_outcomes outcomes;
     uint64_t preemptions = 0;
-    uint64_t prompt_tokens = 0;
+    uint64_t prompt_tokens = 0;       // prompt tokens of admitted requests
     uint64_t prefix_hit_tokens = 0;   // prompt tokens served from cached KV blocks
     uint64_t computed_tokens = 0;     // tokens run through the model (recomputation included)
     uint64_t generated_tokens = 0;
-    // distributions, milliseconds (batch_size in sequences)
-    histogram ttft_ms, itl_ms, step_ms, batch_size;
+    // distributions, milliseconds (batch_size in sequences):
+    //   ttft_ms   submit to the first token          itl_ms    between consecutive tokens
+    //   e2e_ms    submit to the end, told to its     queue_ms  submit to its first admission
+    //             submitter (refusals excluded)                (a KV slot and blocks, in a step)
+    histogram ttft_ms{ttft_buckets_ms()}, itl_ms{itl_buckets_ms()};
+    histogram e2e_ms{request_buckets_ms()}, queue_ms{request_buckets_ms()};
+    histogram step_ms{step_buckets_ms()}, batch_size{batch_size_buckets()};
 };
 
 } // namespace actorserve

@@ -1,6 +1,7 @@
 // The scheduler's decisions driven step by step on the real model, without actors: batching
 // never changes what a greedy sequence produces, prefix blocks are reused, memory pressure
-// preempts the youngest and recomputes it, and every path ends with all blocks free.
+// preempts the youngest and recomputes it, and every path ends with all blocks free. Without a
+// model, on tiny settings: each request is counted once by how it ended, and admitted once.
 #include <doctest/doctest.h>
 
 #include <map>
@@ -206,4 +207,109 @@ TEST_CASE("scheduler: cancelling frees the sequence and its blocks before the ne
     h.run_to_end();
     CHECK((h.finish[1] == "length" || h.finish[1] == "stop"));
     CHECK(h.sched.kv().n_free() == h.sched.kv().n_blocks());
+}
+
+namespace {
+
+// Drives a scheduler with no model: every sequence that samples gets `token`. Returns the
+// requests each plan admitted for the first time, one list per plan.
+std::vector<std::vector<int64_t>> drive(scheduler_state &sched, int32_t token, int max_steps = 100) {
+    std::vector<std::vector<int64_t>> admitted;
+    for (int i = 0; i < max_steps && sched.has_work(); ++i) {
+        step_plan p = sched.plan();
+        admitted.push_back(sched.newly_admitted());
+        std::vector<std::pair<int64_t, int32_t>> sampled;
+        for (const step_seq &q : p.seqs)
+            if (q.sample) sampled.emplace_back(q.id, token);
+        sched.complete(sampled);
+    }
+    return admitted;
+}
+
+} // namespace
+
+TEST_CASE("scheduler: every request is counted once by how it ended, and its queue ends at first admission") {
+    scheduler_settings s;
+    s.max_seqs = 2;
+    s.step_tokens = 8;
+    s.max_waiting = 3;
+    s.n_ctx = 8;
+    s.kv_block_size = 4;
+    s.kv_blocks = 4; // 16 positions
+    constexpr int32_t kEog = 99;
+    scheduler_state sched(s, [](int32_t t) { return t == kEog; });
+    std::map<int64_t, std::string> finish;
+    auto absorb = [&](const std::vector<seq_event> &evs) {
+        for (const seq_event &e : evs)
+            if (e.finish) finish[e.id] = *e.finish;
+    };
+    REQUIRE(!sched.submit({1, {1, 2, 3}, greedy(), 2}));          // ends at max_tokens
+    REQUIRE(!sched.submit({2, {1, 2, 3, 4, 5}, greedy(), 10}));   // ends when the context is full
+    REQUIRE(!sched.submit({3, {7}, greedy(), 4}));                // ends on an end-of-generation token
+    CHECK(sched.submit({4, std::vector<int32_t>(8, 1), greedy(), 1})->code == errc::exceed_context);
+    CHECK(sched.submit({5, {}, greedy(), 1})->code == errc::invalid_request);
+    CHECK(sched.submit({6, {5}, greedy(), 1})->code == errc::overloaded); // 3 already wait
+    CHECK(sched.counts().rejected == 2);
+    CHECK(sched.counts().rejected_overloaded == 1);
+
+    // 1 and 2 take both slots and the whole budget (3 + 5 tokens); 3 waits for a slot
+    sched.plan();
+    CHECK(sched.newly_admitted() == std::vector<int64_t>{1, 2});
+    absorb(sched.complete({{1, 10}, {2, 11}}));
+    sched.plan();
+    CHECK(sched.newly_admitted().empty()); // decoding is not admission
+    absorb(sched.complete({{1, 12}, {2, 13}}));
+    CHECK(finish[1] == "length");
+    sched.plan();
+    CHECK(sched.newly_admitted() == std::vector<int64_t>{3});
+    absorb(sched.complete({{2, 14}, {3, kEog}}));
+    CHECK(finish[2] == "context");
+    CHECK(finish[3] == "stop");
+
+    // cancelled while waiting, by the client and for a stop string; a failed step ends in error
+    REQUIRE(!sched.submit({7, {1, 2}, greedy(), 4}));
+    REQUIRE(!sched.submit({8, {3}, greedy(), 4}));
+    REQUIRE(!sched.submit({9, {4}, greedy(), 4}));
+    CHECK(sched.cancel(8));
+    CHECK(sched.cancel(9, /*stop_string=*/true));
+    absorb(sched.drain_ended());
+    CHECK(finish[8] == "cancelled");
+    CHECK(finish[9] == "stop");
+    sched.plan();
+    CHECK(sched.newly_admitted() == std::vector<int64_t>{7});
+    absorb(sched.abort_in_flight());
+    CHECK(finish[7] == "error");
+    CHECK(!sched.has_work());
+
+    const scheduler_counts &c = sched.counts();
+    CHECK(c.stop == 2);
+    CHECK(c.length == 1);
+    CHECK(c.context == 1);
+    CHECK(c.cancelled == 1);
+    CHECK(c.error == 1);
+    CHECK(c.finished == c.stop + c.length + c.context + c.cancelled + c.error);
+    CHECK(c.admitted == 4); // 1, 2, 3, 7: a request cancelled while waiting was never admitted
+    CHECK(c.rejected == 2);
+    CHECK(c.rejected_overloaded == 1);
+}
+
+TEST_CASE("scheduler: a sequence preempted before its first token is admitted and counted once") {
+    scheduler_settings s;
+    s.max_seqs = 2;
+    s.step_tokens = 2; // prompts go in chunks of 2, so the second is mid-prompt when memory runs out
+    s.n_ctx = 12;
+    s.kv_block_size = 4;
+    s.kv_blocks = 3; // 12 positions
+    scheduler_state sched(s, [](int32_t) { return false; });
+    REQUIRE(!sched.submit({1, {1, 2, 3}, greedy(), 4}));                 // 1 block, a 2nd to decode
+    REQUIRE(!sched.submit({2, {20, 21, 22, 23, 24, 25, 26, 27}, greedy(), 1})); // 2 blocks
+    const auto admitted = drive(sched, 50);
+    std::vector<int64_t> all;
+    for (const auto &a : admitted) all.insert(all.end(), a.begin(), a.end());
+    CHECK(all == std::vector<int64_t>{1, 2});
+    CHECK(sched.counts().preempted == 1);
+    CHECK(sched.counts().admitted == 2);
+    CHECK(sched.counts().prompt_tokens == 3 + 8);
+    CHECK(sched.counts().length == 2);
+    CHECK(sched.kv().n_free() == sched.kv().n_blocks());
 }
