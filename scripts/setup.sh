@@ -20,7 +20,8 @@ APT_PACKAGES=(
   build-essential cmake pkg-config g++ git
   python3 python3-venv python3-pip unzip ca-certificates curl
   libpcre2-dev libcli11-dev doctest-dev libsimdjson-dev
-  libcaf-dev
+  libcaf-dev libboost1.81-dev libtomlplusplus-dev libspdlog-dev
+  chromium prometheus
 )
 
 MODEL_NAME="SmolLM2-135M-Instruct.Q4_1.gguf"

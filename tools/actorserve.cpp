@@ -62,6 +62,24 @@ int main(int argc, char **argv) {
     ppl_cmd->add_option("--chunks", ppl.chunks, "Chunks to score (default: all)");
     ppl_cmd->add_option("-t,--threads", ppl.threads, "Worker threads (default: physical cores)");
 
+    serve_options srv;
+    CLI::App *serve_cmd = app.add_subcommand("serve", "The network server: WebSocket chat, OpenAI-compatible HTTP, web page");
+    serve_cmd->add_option("-c,--config", srv.config, "TOML settings file (see configs/actorserve.toml)");
+    serve_cmd->add_option("-m,--model", srv.model, "GGUF model file (model.path)");
+    serve_cmd->add_option("--host", srv.host, "Address to bind (server.host, default 127.0.0.1)");
+    serve_cmd->add_option("--port", srv.port, "Port; 0: any free one (server.port, default 8080)");
+    serve_cmd->add_option("--port-file", srv.port_file, "Write the bound port to this file once listening");
+    serve_cmd->add_option("-t,--threads", srv.threads, "Engine threads (model.threads; default: physical cores)");
+    serve_cmd->add_option("--ctx-size", srv.ctx_size, "Longest sequence, prompt + answer (model.n_ctx)");
+    serve_cmd->add_option("--io-threads", srv.io_threads, "Network I/O threads (server.io_threads)");
+    serve_cmd->add_option("--max-connections", srv.max_connections, "Open connections before 429 (server.max_connections)");
+    serve_cmd->add_option("--api-keys", srv.api_keys, "File of API keys, one per line (server.api_keys_file)");
+    serve_cmd->add_option("--allowed-origin", srv.allowed_origins, "WebSocket Origin to allow; repeatable (server.allowed_origins)");
+    serve_cmd->add_option("--web-dir", srv.web_dir, "Directory of the web chat page (server.web_dir)");
+    serve_cmd->add_option("--retention", srv.retention_s, "Seconds a dropped request's events are kept for resume (sessions.retention_s)");
+    serve_cmd->add_option("--log-level", srv.log_level, "trace, debug, info, warn, error or off (server.log_level)");
+    serve_cmd->add_flag("--log-prompts", srv.log_prompts, "Log prompt text (off by default)");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp &e) {
@@ -80,6 +98,7 @@ int main(int argc, char **argv) {
         if (*tok_cmd) return cmd_tokenize(tk);
         if (*info_cmd) return cmd_info(info);
         if (*ppl_cmd) return cmd_perplexity(ppl);
+        if (*serve_cmd) return cmd_serve(srv);
     } catch (const std::bad_alloc &) {
         return fail("out of memory");
     } catch (const std::exception &e) {

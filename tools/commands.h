@@ -2,7 +2,10 @@
 // Each returns the process exit code: 0 success, 1 an error already reported on stderr.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "tools/cli_common.h"
 
@@ -44,5 +47,17 @@ struct perplexity_options {
 
 // Perplexity of the model over a text file, chunk by chunk as llama.cpp's perplexity tool.
 int cmd_perplexity(const perplexity_options &o);
+
+struct serve_options {
+    std::string config;
+    std::optional<std::string> host, port_file, model, api_keys, web_dir, log_level;
+    std::optional<uint16_t> port;
+    std::optional<int> threads, ctx_size, io_threads, max_connections, retention_s;
+    std::vector<std::string> allowed_origins;
+    bool log_prompts = false;
+};
+
+// The network server (docs/protocol.md) until SIGINT or SIGTERM.
+int cmd_serve(const serve_options &o);
 
 } // namespace actorserve::cli

@@ -1,0 +1,166 @@
+#include "net/config.h"
+
+#include <toml++/toml.h>
+
+#include <limits>
+#include <set>
+
+namespace actorserve {
+
+namespace {
+
+// One reader per table: it knows its keys, reads each into the field of the same meaning, and
+// remembers which keys it saw so that a misspelt key is reported instead of silently ignored.
+class table_reader {
+public:
+    table_reader(const toml::table &root, std::string name, std::string &err) : name_(std::move(name)), err_(err) {
+        if (const toml::node *n = root.get(name_)) {
+            tbl_ = n->as_table();
+            if (!tbl_) fail("", "must be a table");
+        }
+    }
+
+    template <typename T, typename Field>
+    void get(const char *key, Field &field) {
+        seen_.insert(key);
+        if (!tbl_ || !err_.empty()) return;
+        const toml::node *n = tbl_->get(key);
+        if (!n) return;
+        if constexpr (std::is_same_v<T, bool>) {
+            if (auto v = n->value_exact<bool>()) field = *v;
+            else fail(key, "must be true or false");
+        } else if constexpr (std::is_same_v<T, std::string>) {
+            if (auto v = n->value_exact<std::string>()) field = *v;
+            else fail(key, "must be a string");
+        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+            const toml::array *a = n->as_array();
+            if (!a) return fail(key, "must be an array of strings");
+            field.clear();
+            for (const toml::node &e : *a) {
+                auto v = e.value_exact<std::string>();
+                if (!v) return fail(key, "must be an array of strings");
+                field.push_back(*v);
+            }
+        } else {
+            auto v = n->value_exact<int64_t>();
+            if (!v) return fail(key, "must be an integer");
+            if (*v < 0 || static_cast<uint64_t>(*v) > static_cast<uint64_t>(std::numeric_limits<Field>::max()))
+                return fail(key, "is out of range: " + std::to_string(*v));
+            field = static_cast<Field>(*v);
+        }
+    }
+
+    void done() {
+        if (!tbl_ || !err_.empty()) return;
+        for (const auto &[k, v] : *tbl_)
+            if (!seen_.count(std::string(k.str()))) return fail(std::string(k.str()), "is not a setting");
+    }
+
+private:
+    void fail(const std::string &key, const std::string &what) {
+        if (err_.empty()) err_ = "[" + name_ + "]" + (key.empty() ? "" : " " + key) + " " + what;
+    }
+    std::string name_;
+    std::string &err_;
+    const toml::table *tbl_ = nullptr;
+    std::set<std::string> seen_;
+};
+
+} // namespace
+
+bool load_config_file(const std::string &path, server_config &cfg, std::string &err) {
+    toml::table root;
+    try {
+        root = toml::parse_file(path);
+    } catch (const toml::parse_error &e) {
+        err = path + ":" + std::to_string(e.source().begin.line) + ": " + std::string(e.description());
+        return false;
+    }
+    static const std::set<std::string> tables{"server", "sessions", "model", "scheduler"};
+    for (const auto &[k, v] : root)
+        if (!tables.count(std::string(k.str()))) {
+            err = path + ": [" + std::string(k.str()) + "] is not a settings table (server, sessions, model, scheduler)";
+            return false;
+        }
+    std::string e;
+    {
+        table_reader t(root, "server", e);
+        t.get<std::string>("host", cfg.host);
+        t.get<int64_t>("port", cfg.port);
+        t.get<std::string>("port_file", cfg.port_file);
+        t.get<int64_t>("io_threads", cfg.io_threads);
+        t.get<int64_t>("max_connections", cfg.max_connections);
+        t.get<int64_t>("max_message_bytes", cfg.max_message_bytes);
+        t.get<int64_t>("max_write_queue_bytes", cfg.max_write_queue_bytes);
+        t.get<int64_t>("idle_timeout_s", cfg.idle_timeout_s);
+        t.get<int64_t>("shutdown_grace_s", cfg.shutdown_grace_s);
+        t.get<std::string>("web_dir", cfg.web_dir);
+        t.get<std::string>("api_keys_file", cfg.api_keys_file);
+        t.get<std::vector<std::string>>("allowed_origins", cfg.allowed_origins);
+        t.get<bool>("log_prompts", cfg.log_prompts);
+        t.get<std::string>("log_level", cfg.log_level);
+        t.get<int64_t>("max_tokens_default", cfg.max_tokens_default);
+        t.get<int64_t>("max_tokens_limit", cfg.max_tokens_limit);
+        t.done();
+    }
+    {
+        table_reader t(root, "sessions", e);
+        t.get<int64_t>("retention_s", cfg.retention_s);
+        t.get<int64_t>("idle_s", cfg.session_idle_s);
+        t.get<int64_t>("max_sessions", cfg.max_sessions);
+        t.get<int64_t>("max_retained_requests", cfg.max_retained_requests);
+        t.done();
+    }
+    {
+        table_reader t(root, "model", e);
+        t.get<std::string>("path", cfg.runtime.model_path);
+        t.get<std::string>("name", cfg.model_name);
+        t.get<int64_t>("threads", cfg.runtime.n_threads);
+        t.get<int64_t>("n_ctx", cfg.runtime.n_ctx);
+        t.done();
+    }
+    {
+        table_reader t(root, "scheduler", e);
+        t.get<int64_t>("max_seqs", cfg.runtime.max_seqs);
+        t.get<int64_t>("step_tokens", cfg.runtime.step_tokens);
+        t.get<int64_t>("max_waiting", cfg.runtime.max_waiting);
+        t.get<int64_t>("kv_capacity_mib", cfg.runtime.kv_capacity_mib);
+        t.get<int64_t>("kv_block_size", cfg.runtime.kv_block_size);
+        int64_t wait_ms = cfg.runtime.batch_wait.count();
+        t.get<int64_t>("batch_wait_ms", wait_ms);
+        cfg.runtime.batch_wait = std::chrono::milliseconds(wait_ms);
+        t.get<int64_t>("mailbox_limit", cfg.runtime.scheduler_mailbox_limit);
+        t.get<int64_t>("retry_after_ms", cfg.runtime.retry_after_ms);
+        t.done();
+    }
+    if (!e.empty()) {
+        err = path + ": " + e;
+        return false;
+    }
+    return true;
+}
+
+bool validate(const server_config &c, std::string &err) {
+    auto bad = [&](const std::string &m) {
+        err = m;
+        return false;
+    };
+    if (c.io_threads < 1 || c.io_threads > 64) return bad("server.io_threads must be in [1, 64], got " + std::to_string(c.io_threads));
+    if (c.max_connections < 1) return bad("server.max_connections must be >= 1");
+    if (c.max_message_bytes < 1024) return bad("server.max_message_bytes must be >= 1024, got " + std::to_string(c.max_message_bytes));
+    if (c.max_write_queue_bytes < 1024) return bad("server.max_write_queue_bytes must be >= 1024");
+    if (c.idle_timeout_s < 1) return bad("server.idle_timeout_s must be >= 1");
+    if (c.max_tokens_default < 1 || c.max_tokens_default > c.max_tokens_limit)
+        return bad("server.max_tokens_default must be in [1, max_tokens_limit = " + std::to_string(c.max_tokens_limit) + "]");
+    if (c.retention_s < 1) return bad("sessions.retention_s must be >= 1");
+    if (c.session_idle_s < 1) return bad("sessions.idle_s must be >= 1");
+    if (c.max_sessions < 1) return bad("sessions.max_sessions must be >= 1");
+    if (c.max_retained_requests < 1) return bad("sessions.max_retained_requests must be >= 1");
+    if (c.log_level != "trace" && c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" &&
+        c.log_level != "error" && c.log_level != "off")
+        return bad("server.log_level must be trace, debug, info, warn, error or off, got '" + c.log_level + "'");
+    if (c.runtime.model_path.empty()) return bad("model.path is not set");
+    return true;
+}
+
+} // namespace actorserve

@@ -1,0 +1,49 @@
+// The server's settings: every one documented, with its default, in configs/actorserve.toml.
+// Read from a TOML file (load_config_file), then overridden by command-line flags.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "include/actorserve/runtime.h"
+
+namespace actorserve {
+
+struct server_config {
+    // [server]
+    std::string host = "127.0.0.1";          // loopback unless told otherwise
+    uint16_t port = 8080;                     // 0: any free port (see port_file)
+    std::string port_file;                    // when set, the bound port is written there
+    int io_threads = 2;
+    int max_connections = 256;                // beyond: 429
+    size_t max_message_bytes = 1 << 20;       // HTTP body or WebSocket message
+    size_t max_write_queue_bytes = 1 << 20;   // unsent bytes per connection before it is closed
+    int idle_timeout_s = 300;                 // an HTTP connection with no request is closed
+    int shutdown_grace_s = 30;                // SIGINT/SIGTERM: running requests get this long
+    std::string web_dir;                      // the chat page; empty: the source tree's web/
+    std::string api_keys_file;                // empty: no authentication
+    std::vector<std::string> allowed_origins; // empty: any Origin
+    bool log_prompts = false;                 // prompt and answer text in the log
+    std::string log_level = "info";
+    int max_tokens_default = 256;
+    int max_tokens_limit = 2048;
+    // [sessions]
+    int retention_s = 300;                    // events of an unfollowed request are kept this long
+    int session_idle_s = 1800;                // a conversation with no request is forgotten after
+    int max_sessions = 1024;
+    int max_retained_requests = 1024;
+    // [model] and [scheduler]
+    std::string model_name;                   // the id clients use; empty: the file name's stem
+    runtime_config runtime;
+};
+
+// Reads `path` into cfg (keys not in the file keep their value). False, with err naming the key
+// and the problem, on a missing file, a TOML syntax error, an unknown key or a bad value.
+bool load_config_file(const std::string &path, server_config &cfg, std::string &err);
+
+// Checks ranges after flags are applied; the message names the setting.
+bool validate(const server_config &cfg, std::string &err);
+
+} // namespace actorserve

@@ -1,0 +1,356 @@
+#include "net/http_session.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstdio>
+
+#include "include/actorserve/runtime.h"
+#include "net/auth.h"
+#include "net/prometheus.h"
+#include "net/static_files.h"
+#include "net/ws_session.h"
+
+namespace actorserve {
+
+namespace websocket = beast::websocket;
+
+namespace {
+
+std::string sse_chunk(std::string_view json) {
+    // One server-sent event ("data: ...\n\n") as one HTTP chunk.
+    const size_t n = json.size() + 8;
+    char head[24];
+    std::snprintf(head, sizeof head, "%zx\r\n", n);
+    std::string out(head);
+    out.append("data: ").append(json).append("\n\n\r\n");
+    return out;
+}
+
+std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }
+
+} // namespace
+
+http_session::http_session(asio::ip::tcp::socket &&socket, std::shared_ptr<server_impl> srv, bool refuse)
+    : stream_(std::move(socket)), srv_(std::move(srv)), refuse_(refuse) {
+    if (!refuse_) slot_ = std::make_shared<connection_slot>(*srv_);
+}
+
+http_session::~http_session() = default;
+
+void http_session::run() {
+    srv_->add(shared_from_this());
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->do_read(); });
+}
+
+void http_session::do_read() {
+    parser_.emplace();
+    parser_->body_limit(srv_->cfg.max_message_bytes);
+    parser_->header_limit(16 * 1024);
+    // A refused connection gets a few seconds to say what it wants, nothing more.
+    stream_.expires_after(std::chrono::seconds(refuse_ ? 5 : srv_->cfg.idle_timeout_s));
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, size_t n) { self->on_read(ec, n); });
+}
+
+void http_session::on_read(beast::error_code ec, size_t) {
+    if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted || ec == beast::error::timeout ||
+        ec == asio::error::connection_reset || ec == asio::error::eof) {
+        beast::error_code ignored;
+        stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+        return srv_->remove(this);
+    }
+    if (ec) {
+        keep_alive_ = false;
+        method_ = "?";
+        path_ = "?";
+        t0_ = std::chrono::steady_clock::now();
+        if (ec == http::error::body_limit)
+            return respond_error(errc::too_large, "the body is over the limit of " +
+                                                      std::to_string(srv_->cfg.max_message_bytes) + " bytes");
+        if (ec == http::error::header_limit) return respond_error(errc::too_large, "the headers are over 16384 bytes");
+        if (ec.category() == http::make_error_code(http::error::bad_target).category())
+            return respond_error(errc::invalid_request, "malformed HTTP request: " + ec.message());
+        spdlog::debug("http read failed: {}", ec.message());
+        return srv_->remove(this);
+    }
+    route(parser_->release());
+}
+
+void http_session::route(request &&req) {
+    t0_ = std::chrono::steady_clock::now();
+    method_ = std::string(req.method_string());
+    path_ = std::string(path_of(req.target())); // the query is never logged: it may hold a key
+    keep_alive_ = req.keep_alive();
+    busy_ = true;
+    if (refuse_) {
+        ++srv_->refused;
+        keep_alive_ = false;
+        return respond_error(errc::rate_limited, "too many connections (server.max_connections = " +
+                                                     std::to_string(srv_->cfg.max_connections) + ")");
+    }
+    if (srv_->stopping) {
+        keep_alive_ = false;
+        return respond_error(errc::overloaded, "the server is shutting down");
+    }
+    const bool get = req.method() == http::verb::get, post = req.method() == http::verb::post;
+    const std::string_view authz = req[http::field::authorization];
+
+    if (websocket::is_upgrade(req)) {
+        if (path_ != "/v1/ws") return respond_error(errc::not_found, "no WebSocket endpoint at " + path_ + " (use /v1/ws)");
+        auto token = query_param(req.target(), "access_token");
+        if (auto p = check_key(srv_->api_keys, authz, token ? std::optional<std::string_view>(*token) : std::nullopt))
+            return respond_error(p->code, p->message);
+        if (auto p = check_origin(srv_->cfg.allowed_origins, req[http::field::origin])) return respond_error(p->code, p->message);
+        spdlog::info("GET {} 101 websocket", path_);
+        srv_->remove(this);
+        stream_.expires_never();
+        auto ws = std::make_shared<ws_session>(stream_.release_socket(), srv_, slot_);
+        ws->run(std::move(req));
+        return;
+    }
+
+    if (path_ == "/health") {
+        if (!get) return respond_error(errc::invalid_request, "use GET /health");
+        if (srv_->service.ready()) return respond(http::status::ok, R"({"status":"ok"})");
+        return respond(http::status::service_unavailable, R"({"status":"loading"})");
+    }
+
+    const bool api = path_ == "/metrics" || path_.rfind("/v1/", 0) == 0;
+    if (api)
+        if (auto p = check_key(srv_->api_keys, authz, std::nullopt)) return respond_error(p->code, p->message);
+
+    if (path_ == "/metrics" && get) {
+        metrics_snapshot snap;
+        if (runtime *rt = srv_->service.rt()) {
+            caf::scoped_actor self{srv_->sys};
+            self->request(rt->metrics(), std::chrono::seconds(2), get_atom::value)
+                .receive([&](const metrics_snapshot &m) { snap = m; }, [&](caf::error &) {});
+        }
+        server_stats st;
+        st.open_connections = srv_->connections.load();
+        st.websocket_connections = srv_->websockets.load();
+        st.connections_refused = srv_->refused.load();
+        st.retained_requests = srv_->service.retained();
+        st.sessions = srv_->service.sessions();
+        st.ready = srv_->service.ready();
+        return respond(http::status::ok, render_prometheus(snap, st, srv_->model_name),
+                       "text/plain; version=0.0.4; charset=utf-8");
+    }
+    if (path_ == "/v1/models" && get) return respond(http::status::ok, render_models(srv_->model_name, srv_->created));
+    if (path_ == "/v1/chat/completions" && post) return start_completion(true, req);
+    if (path_ == "/v1/completions" && post) return start_completion(false, req);
+    if (path_ == "/metrics" || path_ == "/v1/models" || path_ == "/v1/chat/completions" || path_ == "/v1/completions") {
+        keep_alive_ = false;
+        return respond(http::status::method_not_allowed,
+                       render_openai_error(errc::invalid_request, method_ + " is not allowed on " + path_));
+    }
+    if (get && !api) {
+        static_file f;
+        switch (load_static(srv_->web_root, path_, f)) {
+        case static_result::ok: return respond(http::status::ok, std::move(f.body), f.content_type);
+        case static_result::bad_path: return respond_error(errc::invalid_request, "not a valid file path: " + path_.substr(0, 128));
+        case static_result::not_found: break;
+        }
+    }
+    respond_error(errc::not_found, "nothing at " + method_ + " " + path_.substr(0, 128));
+}
+
+void http_session::respond(http::status status, std::string body, std::string_view content_type,
+                           std::optional<int> retry_after_s) {
+    auto res = std::make_shared<http::response<http::string_body>>(status, 11);
+    res->set(http::field::server, "actorserve");
+    res->set(http::field::content_type, content_type);
+    if (retry_after_s) res->set(http::field::retry_after, std::to_string(*retry_after_s));
+    res->keep_alive(keep_alive_ && !shutting_down_);
+    res->body() = std::move(body);
+    res->prepare_payload();
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
+    spdlog::info("{} {} {} {:.1f} ms", method_, path_.substr(0, 128), res->result_int(), ms);
+    stream_.expires_after(std::chrono::seconds(60));
+    http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code ec, size_t) {
+        self->on_written(!res->keep_alive(), ec);
+    });
+}
+
+void http_session::respond_error(errc code, std::string_view message, std::string_view param, int retry_after_ms) {
+    std::optional<int> retry;
+    if (code == errc::overloaded) retry = std::max(1, (retry_after_ms + 999) / 1000);
+    if (code == errc::too_large || code == errc::rate_limited) keep_alive_ = false;
+    respond(static_cast<http::status>(info(code).http_status), render_openai_error(code, message, param),
+            "application/json", retry);
+}
+
+void http_session::on_written(bool close, beast::error_code ec) {
+    busy_ = false;
+    if (ec || close || shutting_down_) {
+        beast::error_code ignored;
+        stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+        return srv_->remove(this);
+    }
+    do_read();
+}
+
+// ------------------------------------------------------------------------ OpenAI answers --
+
+void http_session::start_completion(bool chat, const request &req) {
+    auto parsed = parse_openai(parser_json_, req.body(), chat, srv_->cfg, srv_->model_name);
+    if (auto *p = std::get_if<request_problem>(&parsed)) return respond_error(p->code, p->message, p->param);
+    oreq_ = std::move(std::get<openai_request>(parsed));
+    auto started = srv_->service.start(std::nullopt, oreq_.req, true);
+    if (auto *e = std::get_if<service_error>(&started)) return respond_error(e->code, e->message, {}, e->retry_after_ms);
+    rs_ = std::get<std::shared_ptr<request_stream>>(std::move(started));
+    resp_id_ = (chat ? "chatcmpl-" : "cmpl-") + rs_->request_id().substr(2);
+    next_ = 0;
+    sse_started_ = false;
+    first_chunk_ = true;
+    done_ = false;
+    rs_->follow(std::weak_ptr<stream_follower>(shared_from_this()));
+    watch_peer();
+    pump();
+}
+
+void http_session::on_events(const std::string &) {
+    asio::post(stream_.get_executor(), [self = shared_from_this()] { self->pump(); });
+}
+
+void http_session::pump() {
+    if (!rs_ || done_) return;
+    std::vector<stream_event> events;
+    next_ = rs_->read(next_, this, events);
+    for (const stream_event &e : events) {
+        if (e.kind == stream_event::start) continue;
+        if (!sse_started_ && (e.kind == stream_event::error || !oreq_.stream)) {
+            if (e.kind == stream_event::token) continue; // stream: false answers with done's text
+            // Nothing sent yet: the answer (or the error, with its own status) is one response.
+            done_ = true;
+            if (watching_) { // no write is pending: cancelling touches only the watch
+                watching_ = false;
+                beast::error_code ignored;
+                stream_.socket().cancel(ignored);
+            }
+            rs_->unfollow(this);
+            rs_.reset();
+            if (e.kind == stream_event::error) return respond_error(e.code, e.message, {}, e.retry_after_ms);
+            return respond(http::status::ok, render_openai_response(oreq_, resp_id_, srv_->created, srv_->model_name, e));
+        }
+        if (!sse_started_) {
+            sse_started_ = true;
+            const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
+            spdlog::info("{} {} 200 stream, first event after {:.1f} ms", method_, path_, ms);
+            write_raw(std::string("HTTP/1.1 200 OK\r\nServer: actorserve\r\nContent-Type: text/event-stream\r\n"
+                                  "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n") +
+                      (keep_alive_ ? "" : "Connection: close\r\n") + "\r\n");
+        }
+        if (e.kind == stream_event::error) {
+            write_raw(sse_chunk(render_openai_error(e.code, e.message)));
+        } else {
+            write_raw(sse_chunk(render_openai_chunk(oreq_, resp_id_, srv_->created, srv_->model_name, e, first_chunk_)));
+            first_chunk_ = false;
+        }
+        if (e.ends()) {
+            if (e.kind == stream_event::done && oreq_.include_usage)
+                write_raw(sse_chunk(render_openai_usage_chunk(oreq_, resp_id_, srv_->created, srv_->model_name, e.usage)));
+            write_raw(sse_chunk("[DONE]"));
+            write_raw("0\r\n\r\n");
+            done_ = true;
+            rs_->unfollow(this);
+            rs_.reset();
+        }
+    }
+}
+
+void http_session::write_raw(std::string bytes) {
+    out_bytes_ += bytes.size();
+    outq_.push_back(std::move(bytes));
+    if (out_bytes_ > srv_->cfg.max_write_queue_bytes) {
+        spdlog::warn("{} {}: {} bytes wait to be sent (limit {}), closing: the client is not reading", method_, path_,
+                     out_bytes_, srv_->cfg.max_write_queue_bytes);
+        if (rs_) srv_->service.cancel(*rs_);
+        done_ = true;
+        keep_alive_ = false;
+        stream_.close(); // pending operations complete with errors and release the session
+        return;
+    }
+    if (writing_) return;
+    writing_ = true;
+    stream_.expires_after(std::chrono::seconds(60));
+    asio::async_write(stream_, asio::buffer(outq_.front()),
+                      [self = shared_from_this()](beast::error_code ec, size_t) { self->on_raw_written(ec); });
+}
+
+void http_session::on_raw_written(beast::error_code ec) {
+    writing_ = false;
+    out_bytes_ -= outq_.front().size();
+    outq_.pop_front();
+    if (ec) {
+        if (rs_) {
+            spdlog::info("{} {}: the client went away, request {} cancelled", method_, path_, rs_->request_id());
+            srv_->service.cancel(*rs_);
+            rs_->unfollow(this);
+            rs_.reset();
+        }
+        outq_.clear();
+        out_bytes_ = 0;
+        return srv_->remove(this);
+    }
+    if (!outq_.empty()) {
+        writing_ = true;
+        stream_.expires_after(std::chrono::seconds(60));
+        asio::async_write(stream_, asio::buffer(outq_.front()),
+                          [self = shared_from_this()](beast::error_code e, size_t) { self->on_raw_written(e); });
+        return;
+    }
+    if (done_) finish_stream();
+}
+
+void http_session::finish_stream() {
+    if (watching_) {
+        watching_ = false;
+        beast::error_code ignored;
+        stream_.socket().cancel(ignored);
+    }
+    on_written(!keep_alive_, {});
+}
+
+// While an answer is prepared nothing is read from the socket, so a client that hangs up would
+// go unnoticed until the end. Waiting for readability catches the hang-up (a zero-byte peek).
+void http_session::watch_peer() {
+    watching_ = true;
+    stream_.socket().async_wait(asio::ip::tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+        if (ec || !self->watching_) return;
+        char c;
+        const ssize_t n = ::recv(self->stream_.socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n > 0) { // the next pipelined request: it waits, and hang-ups go unnoticed until then
+            self->watching_ = false;
+            return;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return self->watch_peer();
+        self->watching_ = false;
+        if (self->rs_) {
+            spdlog::info("{} {}: the client went away, request {} cancelled", self->method_, self->path_,
+                         self->rs_->request_id());
+            self->srv_->service.cancel(*self->rs_);
+            self->rs_->unfollow(self.get());
+            self->rs_.reset();
+        }
+        self->done_ = true;
+        self->stream_.close();
+        self->srv_->remove(self.get());
+    });
+}
+
+void http_session::close_for_shutdown() {
+    asio::post(stream_.get_executor(), [self = shared_from_this()] {
+        self->shutting_down_ = true;
+        self->keep_alive_ = false;
+        if (!self->busy_) {
+            beast::error_code ignored;
+            self->stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+            self->stream_.socket().close(ignored);
+        }
+    });
+}
+
+} // namespace actorserve

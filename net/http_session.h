@@ -1,0 +1,75 @@
+// One HTTP/1.1 connection: routes each request (health, metrics, models, the OpenAI API, the web
+// page), hands WebSocket upgrades on /v1/ws to a ws_session, and streams OpenAI answers as
+// server-sent events. While a request is answered it watches the socket, so that a client that
+// goes away cancels its request.
+#pragma once
+
+#include <boost/asio.hpp>
+#include <boost/beast.hpp>
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <optional>
+
+#include "net/openai.h"
+#include "net/server_impl.h"
+
+namespace actorserve {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+class http_session : public std::enable_shared_from_this<http_session>, public stream_follower, public connection {
+public:
+    // refuse: the connection is over server.max_connections; its request is answered 429.
+    http_session(asio::ip::tcp::socket &&socket, std::shared_ptr<server_impl> srv, bool refuse);
+    ~http_session() override;
+
+    void run();
+    void on_events(const std::string &request_id) override;
+    void close_for_shutdown() override;
+
+private:
+    using request = http::request<http::string_body>;
+
+    void do_read();
+    void on_read(beast::error_code ec, size_t n);
+    void route(request &&req);
+    void respond(http::status status, std::string body, std::string_view content_type = "application/json",
+                 std::optional<int> retry_after_s = std::nullopt);
+    void respond_error(errc code, std::string_view message, std::string_view param = {}, int retry_after_ms = 0);
+    void on_written(bool close, beast::error_code ec);
+
+    void start_completion(bool chat, const request &req);
+    void pump();
+    void write_raw(std::string bytes);
+    void on_raw_written(beast::error_code ec);
+    void finish_stream();
+    void watch_peer();
+
+    beast::tcp_stream stream_;
+    beast::flat_buffer buffer_;
+    std::optional<http::request_parser<http::string_body>> parser_;
+    std::shared_ptr<server_impl> srv_;
+    std::shared_ptr<connection_slot> slot_;
+    bool refuse_;
+    bool keep_alive_ = true;
+    bool shutting_down_ = false;
+    bool busy_ = false; // a request is being answered
+    std::string method_, path_;
+    std::chrono::steady_clock::time_point t0_;
+    simdjson::dom::parser parser_json_;
+
+    // The OpenAI answer in progress.
+    std::shared_ptr<request_stream> rs_;
+    openai_request oreq_;
+    std::string resp_id_;
+    size_t next_ = 0;
+    bool sse_started_ = false, first_chunk_ = true, watching_ = false, done_ = false;
+    std::deque<std::string> outq_;
+    size_t out_bytes_ = 0;
+    bool writing_ = false;
+};
+
+} // namespace actorserve

@@ -1,0 +1,189 @@
+#include "net/json_request.h"
+
+#include <cmath>
+
+namespace actorserve {
+
+namespace {
+
+const char *type_name(simdjson::dom::element_type t) {
+    using T = simdjson::dom::element_type;
+    switch (t) {
+    case T::ARRAY: return "an array";
+    case T::OBJECT: return "an object";
+    case T::INT64:
+    case T::UINT64: return "an integer";
+    case T::DOUBLE: return "a number";
+    case T::STRING: return "a string";
+    case T::BOOL: return "a boolean";
+    case T::NULL_VALUE: return "null";
+    }
+    return "something else";
+}
+
+request_problem wrong_type(std::string_view key, const char *want, simdjson::dom::element v) {
+    return {errc::invalid_request, std::string(key) + " must be " + want + ", got " + type_name(v.type()),
+            std::string(key)};
+}
+
+request_problem out_of_range(std::string_view key, std::string what) {
+    return {errc::unprocessable, std::string(key) + " " + std::move(what), std::string(key)};
+}
+
+std::string num(double d) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", d);
+    return buf;
+}
+
+} // namespace
+
+std::optional<request_problem> parse_object(simdjson::dom::parser &parser, std::string_view text,
+                                            simdjson::dom::object &out) {
+    simdjson::dom::element doc;
+    if (auto err = parser.parse(text.data(), text.size()).get(doc))
+        return request_problem{errc::invalid_request, std::string("malformed JSON: ") + simdjson::error_message(err), ""};
+    if (doc.get_object().get(out))
+        return request_problem{errc::invalid_request, std::string("the body must be a JSON object, got ") + type_name(doc.type()), ""};
+    return std::nullopt;
+}
+
+std::optional<request_problem> get_string(simdjson::dom::element v, std::string_view key, std::string &out) {
+    std::string_view s;
+    if (v.get_string().get(s)) return wrong_type(key, "a string", v);
+    out.assign(s);
+    return std::nullopt;
+}
+
+std::optional<request_problem> get_bool(simdjson::dom::element v, std::string_view key, bool &out) {
+    if (v.get_bool().get(out)) return wrong_type(key, "a boolean", v);
+    return std::nullopt;
+}
+
+std::optional<request_problem> get_int(simdjson::dom::element v, std::string_view key, int64_t &out) {
+    if (v.is_int64()) {
+        out = v.get_int64().value_unsafe();
+        return std::nullopt;
+    }
+    double d = 0;
+    // 8.0 is an integer as far as a person is concerned; 8.5 is not.
+    if (v.is_double() && !v.get_double().get(d) && std::floor(d) == d && std::fabs(d) < 9e15) {
+        out = static_cast<int64_t>(d);
+        return std::nullopt;
+    }
+    return wrong_type(key, "an integer", v);
+}
+
+std::optional<request_problem> get_number(simdjson::dom::element v, std::string_view key, double &out) {
+    if (!v.is_number() || v.get_double().get(out)) return wrong_type(key, "a number", v);
+    return std::nullopt;
+}
+
+std::optional<request_problem> read_generation_field(std::string_view key, simdjson::dom::element v,
+                                                     chat_request &r, int max_tokens_limit, bool &handled) {
+    handled = true;
+    sampling_params &s = r.sampling;
+    if (v.is_null()) return std::nullopt; // OpenAI clients send null for "default"
+    double d = 0;
+    int64_t i = 0;
+    if (key == "temperature") {
+        if (auto p = get_number(v, key, d)) return p;
+        if (!(d >= 0 && d <= 100)) return out_of_range(key, "must be in [0, 100], got " + num(d));
+        s.temperature = static_cast<float>(d);
+    } else if (key == "top_p") {
+        if (auto p = get_number(v, key, d)) return p;
+        if (!(d > 0 && d <= 1)) return out_of_range(key, "must be in (0, 1], got " + num(d));
+        s.top_p = static_cast<float>(d);
+    } else if (key == "min_p") {
+        if (auto p = get_number(v, key, d)) return p;
+        if (!(d >= 0 && d <= 1)) return out_of_range(key, "must be in [0, 1], got " + num(d));
+        s.min_p = static_cast<float>(d);
+    } else if (key == "repeat_penalty") {
+        if (auto p = get_number(v, key, d)) return p;
+        if (!(d > 0 && d <= 10)) return out_of_range(key, "must be in (0, 10], got " + num(d));
+        s.repeat_penalty = static_cast<float>(d);
+    } else if (key == "top_k") {
+        if (auto p = get_int(v, key, i)) return p;
+        if (i < 0 || i > 1000000) return out_of_range(key, "must be in [0, 1000000], got " + std::to_string(i));
+        s.top_k = static_cast<int>(i);
+    } else if (key == "seed") {
+        if (auto p = get_int(v, key, i)) return p;
+        if (i < 0) return out_of_range(key, "must be >= 0, got " + std::to_string(i));
+        s.seed = static_cast<uint64_t>(i);
+    } else if (key == "max_tokens" || key == "max_completion_tokens") {
+        if (auto p = get_int(v, key, i)) return p;
+        if (i < 1 || i > max_tokens_limit)
+            return out_of_range(key, "must be in [1, " + std::to_string(max_tokens_limit) + "], got " + std::to_string(i));
+        r.max_tokens = static_cast<int>(i);
+    } else if (key == "stop") {
+        r.stop.clear();
+        std::string one;
+        if (v.is_string()) {
+            get_string(v, key, one);
+            if (!one.empty()) r.stop.push_back(one);
+            return std::nullopt;
+        }
+        simdjson::dom::array a;
+        if (v.get_array().get(a)) return wrong_type(key, "a string or an array of strings", v);
+        for (simdjson::dom::element e : a) {
+            if (auto p = get_string(e, "stop[]", one)) return p;
+            if (!one.empty()) r.stop.push_back(one);
+        }
+        if (r.stop.size() > 16) return out_of_range(key, "holds " + std::to_string(r.stop.size()) + " strings (at most 16)");
+    } else {
+        handled = false;
+    }
+    return std::nullopt;
+}
+
+std::optional<request_problem> read_messages(simdjson::dom::element v, std::string_view key,
+                                             std::vector<chat_message> &out) {
+    simdjson::dom::array a;
+    if (v.get_array().get(a)) return wrong_type(key, "an array of {role, content} objects", v);
+    size_t i = 0;
+    for (simdjson::dom::element e : a) {
+        const std::string where = std::string(key) + "[" + std::to_string(i++) + "]";
+        simdjson::dom::object o;
+        if (e.get_object().get(o)) return wrong_type(where, "an object with role and content", e);
+        chat_message m;
+        bool has_role = false, has_content = false;
+        for (auto field : o) {
+            if (field.key == "role") {
+                if (auto p = get_string(field.value, where + ".role", m.role)) return p;
+                has_role = true;
+            } else if (field.key == "content") {
+                if (field.value.is_string()) {
+                    get_string(field.value, "", m.content);
+                } else {
+                    // OpenAI's content parts: [{type: "text", text: "..."}]; only text is understood.
+                    simdjson::dom::array parts;
+                    if (field.value.get_array().get(parts))
+                        return wrong_type(where + ".content", "a string or an array of text parts", field.value);
+                    for (simdjson::dom::element part : parts) {
+                        std::string_view type, text;
+                        if (part["type"].get_string().get(type) || type != "text" || part["text"].get_string().get(text))
+                            return request_problem{errc::invalid_request,
+                                                   where + ".content: only parts of type text are supported", where + ".content"};
+                        m.content.append(text);
+                    }
+                }
+                has_content = true;
+            } else if (field.key != "name") {
+                return request_problem{errc::invalid_request, where + "." + std::string(field.key) + " is not supported",
+                                       where + "." + std::string(field.key)};
+            }
+        }
+        if (!has_role) return request_problem{errc::invalid_request, where + ".role is missing", where + ".role"};
+        if (!has_content) return request_problem{errc::invalid_request, where + ".content is missing", where + ".content"};
+        if (m.role == "developer") m.role = "system"; // OpenAI's newer name for it
+        if (m.role != "system" && m.role != "user" && m.role != "assistant")
+            return request_problem{errc::invalid_request,
+                                   where + ".role must be system, user or assistant, got '" + m.role.substr(0, 32) + "'",
+                                   where + ".role"};
+        out.push_back(std::move(m));
+    }
+    if (out.empty()) return request_problem{errc::invalid_request, std::string(key) + " is empty", std::string(key)};
+    return std::nullopt;
+}
+
+} // namespace actorserve

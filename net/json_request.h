@@ -1,0 +1,42 @@
+// Reading request bodies and WebSocket messages (simdjson's DOM) into the runtime's request
+// types, with errors that name the field, what it must be, and what it was.
+#pragma once
+
+#include <simdjson.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "include/actorserve/messages.h"
+
+namespace actorserve {
+
+struct request_problem {
+    errc code = errc::invalid_request;
+    std::string message;
+    std::string param; // the offending field, when there is one
+};
+
+// The text as one JSON object. Problems: not JSON (simdjson's reason, which covers invalid
+// UTF-8), not an object.
+std::optional<request_problem> parse_object(simdjson::dom::parser &parser, std::string_view text,
+                                            simdjson::dom::object &out);
+
+// Typed getters: a problem when the value has another type.
+std::optional<request_problem> get_string(simdjson::dom::element v, std::string_view key, std::string &out);
+std::optional<request_problem> get_bool(simdjson::dom::element v, std::string_view key, bool &out);
+std::optional<request_problem> get_int(simdjson::dom::element v, std::string_view key, int64_t &out);
+std::optional<request_problem> get_number(simdjson::dom::element v, std::string_view key, double &out);
+
+// A sampling or length field shared by the WebSocket protocol and the OpenAI API (temperature,
+// top_p, top_k, min_p, repeat_penalty, seed, max_tokens, stop) into r. nullopt and handled =
+// false when `key` is none of them. Range problems are errc::unprocessable.
+std::optional<request_problem> read_generation_field(std::string_view key, simdjson::dom::element v,
+                                                     chat_request &r, int max_tokens_limit, bool &handled);
+
+// A messages array ([{role, content}, ...]) appended to out.
+std::optional<request_problem> read_messages(simdjson::dom::element v, std::string_view key,
+                                             std::vector<chat_message> &out);
+
+} // namespace actorserve

@@ -1,0 +1,176 @@
+#include "net/prometheus.h"
+
+#include <charconv>
+#include <cmath>
+#include <utility>
+
+namespace actorserve {
+
+namespace {
+
+// A number as Prometheus parses it (Go's strconv.ParseFloat): the shortest decimal that reads
+// back to the same double, and +Inf, -Inf, NaN spelled so. std::to_chars ignores the locale,
+// which printf and streams do not (a German locale would write 0,5).
+void put_double(std::string &out, double v) {
+    if (std::isnan(v)) {
+        out += "NaN";
+        return;
+    }
+    if (std::isinf(v)) {
+        out += v > 0 ? "+Inf" : "-Inf";
+        return;
+    }
+    char buf[32];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, r.ptr);
+}
+
+void put_count(std::string &out, uint64_t v) {
+    char buf[24];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, r.ptr);
+}
+
+// A label value between double quotes: backslash, double quote and newline are escaped.
+std::string label_value(std::string_view v) {
+    std::string out;
+    for (char c : v) {
+        if (c == '\\') out += "\\\\";
+        else if (c == '"') out += "\\\"";
+        else if (c == '\n') out += "\\n";
+        else out += c;
+    }
+    return out;
+}
+
+class exposition {
+public:
+    explicit exposition(std::string_view model_name) : model_("model_name=\"" + label_value(model_name) + "\"") {}
+
+    // note: HELP texts here are constants without backslashes or newlines, which HELP would
+    // have to escape.
+    void family(std::string_view name, std::string_view type, std::string_view help) {
+        out_.append("# HELP ").append(name).append(" ").append(help).append("\n");
+        out_.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+    }
+
+    // One sample of a runtime metric, labelled with the model (and `extra`, "key=\"value\"").
+    void model_sample(std::string_view name, double v, std::string_view extra = {}) {
+        out_.append(name).append("{").append(model_);
+        if (!extra.empty()) out_.append(",").append(extra);
+        out_.append("} ");
+        put_double(out_, v);
+        out_ += '\n';
+    }
+    void model_count(std::string_view name, uint64_t v, std::string_view extra = {}) {
+        out_.append(name).append("{").append(model_);
+        if (!extra.empty()) out_.append(",").append(extra);
+        out_.append("} ");
+        put_count(out_, v);
+        out_ += '\n';
+    }
+
+    // One sample of a server metric: no labels.
+    void plain(std::string_view name, double v) {
+        out_.append(name).append(" ");
+        put_double(out_, v);
+        out_ += '\n';
+    }
+    void plain_count(std::string_view name, uint64_t v) {
+        out_.append(name).append(" ");
+        put_count(out_, v);
+        out_ += '\n';
+    }
+
+    // A histogram, its bounds and sum divided by `per_unit` (1000: milliseconds to seconds).
+    // Buckets are cumulative already (include/actorserve/metrics.h) and end with +Inf = _count.
+    // note: divided, not multiplied by 1e-3: division is correctly rounded, so 9 ms prints
+    // 0.009, where 9 * 1e-3 prints 0.009000000000000001 (1e-3 is not exact in binary).
+    void histogram_family(std::string_view name, std::string_view help, const histogram &h, double per_unit) {
+        family(name, "histogram", help);
+        const std::string bucket = std::string(name) + "_bucket";
+        const bool whole = h.counts.size() == h.bounds.size() + 1; // a default histogram has neither
+        if (whole) {
+            for (size_t i = 0; i < h.bounds.size(); ++i) {
+                std::string le = "le=\"";
+                put_double(le, h.bounds[i] / per_unit);
+                le += '"';
+                model_count(bucket, h.counts[i], le);
+            }
+        }
+        model_count(bucket, h.count(), "le=\"+Inf\"");
+        model_sample(std::string(name) + "_sum", h.sum / per_unit);
+        model_count(std::string(name) + "_count", h.count());
+    }
+
+    std::string take() { return std::move(out_); }
+
+private:
+    std::string model_;  // the model_name label, rendered once
+    std::string out_;
+};
+
+} // namespace
+
+std::string render_prometheus(const metrics_snapshot &m, const server_stats &s, std::string_view model_name) {
+    exposition e(model_name);
+    constexpr double ms = 1000; // per second
+
+    e.family("actorserve_num_requests_running", "gauge", "Number of requests in model execution batches (holding a KV slot).");
+    e.model_sample("actorserve_num_requests_running", m.running);
+    e.family("actorserve_num_requests_waiting", "gauge", "Number of requests waiting to be processed (queued for admission).");
+    e.model_sample("actorserve_num_requests_waiting", m.queue_depth);
+    e.family("actorserve_kv_cache_usage_perc", "gauge",
+             "KV-cache usage. 1 means 100 percent usage. Blocks that only hold reusable prefixes count as free.");
+    e.model_sample("actorserve_kv_cache_usage_perc",
+                   m.kv_blocks_total > 0 ? static_cast<double>(m.kv_blocks_used) / m.kv_blocks_total : 0.0);
+
+    e.family("actorserve_prompt_tokens_total", "counter", "Number of prompt tokens of admitted requests.");
+    e.model_count("actorserve_prompt_tokens_total", m.prompt_tokens);
+    e.family("actorserve_generation_tokens_total", "counter", "Number of generation tokens processed.");
+    e.model_count("actorserve_generation_tokens_total", m.generated_tokens);
+    e.family("actorserve_prefix_cache_hit_tokens_total", "counter",
+             "Prompt tokens served from the prefix cache, not computed (of actorserve_prompt_tokens_total).");
+    e.model_count("actorserve_prefix_cache_hit_tokens_total", m.prefix_hit_tokens);
+    e.family("actorserve_preemptions_total", "counter", "Cumulative number of preemptions from the scheduler.");
+    e.model_count("actorserve_preemptions_total", m.preemptions);
+
+    e.family("actorserve_requests_total", "counter",
+             "Requests by how they ended: stop, length, context, cancelled, error; or refused at submit: "
+             "rejected (can never run), overloaded (queue full).");
+    const request_outcomes &o = m.outcomes;
+    const std::pair<const char *, uint64_t> outcomes[] = {
+        {"stop", o.stop},   {"length", o.length},     {"context", o.context},       {"cancelled", o.cancelled},
+        {"error", o.error}, {"rejected", o.rejected}, {"overloaded", o.overloaded},
+    };
+    for (const auto &[name, n] : outcomes)
+        e.model_count("actorserve_requests_total", n, std::string("outcome=\"") + name + "\"");
+
+    e.histogram_family("actorserve_time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+                       m.ttft_ms, ms);
+    e.histogram_family("actorserve_inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
+                       m.itl_ms, ms);
+    e.histogram_family("actorserve_e2e_request_latency_seconds",
+                       "Histogram of e2e request latency in seconds (submit to end, refusals excluded).", m.e2e_ms, ms);
+    e.histogram_family("actorserve_request_queue_time_seconds",
+                       "Histogram of time spent waiting for admission (a KV slot and blocks), in seconds.", m.queue_ms, ms);
+    e.histogram_family("actorserve_step_duration_seconds", "Histogram of the duration of one batched step in seconds.",
+                       m.step_ms, ms);
+    e.histogram_family("actorserve_batch_size", "Histogram of the number of sequences in one step.", m.batch_size, 1);
+
+    e.family("actorserve_open_connections", "gauge", "Open HTTP and WebSocket connections.");
+    e.plain("actorserve_open_connections", s.open_connections);
+    e.family("actorserve_websocket_connections", "gauge", "Open WebSocket connections.");
+    e.plain("actorserve_websocket_connections", s.websocket_connections);
+    e.family("actorserve_connections_refused_total", "counter", "Connections refused over the connection limit.");
+    e.plain_count("actorserve_connections_refused_total", s.connections_refused);
+    e.family("actorserve_retained_requests", "gauge", "Request streams retained for resume.");
+    e.plain("actorserve_retained_requests", s.retained_requests);
+    e.family("actorserve_sessions", "gauge", "Named sessions (conversations that outlive a connection).");
+    e.plain("actorserve_sessions", s.sessions);
+    e.family("actorserve_ready", "gauge", "1 when chat requests are served, 0 while the model loads.");
+    e.plain("actorserve_ready", s.ready ? 1 : 0);
+    return e.take();
+}
+
+} // namespace actorserve

@@ -1,0 +1,42 @@
+// GET /metrics: what the runtime and the server measure, in the Prometheus text exposition
+// format 0.0.4. Names and meanings are vLLM's with our prefix (vllm:num_requests_running ->
+// actorserve_num_requests_running), so dashboards and alerts written for vLLM carry over;
+// durations are in seconds, as Prometheus wants, though the runtime keeps milliseconds.
+//
+//   with label model_name (the runtime, as vLLM labels its engine metrics):
+//     actorserve_num_requests_running, _num_requests_waiting, _kv_cache_usage_perc   gauges
+//     actorserve_prompt_tokens_total, _generation_tokens_total,
+//       _prefix_cache_hit_tokens_total, _preemptions_total                           counters
+//     actorserve_requests_total{outcome="stop|length|context|cancelled|error|rejected|overloaded"}
+//     actorserve_time_to_first_token_seconds, _inter_token_latency_seconds,
+//       _e2e_request_latency_seconds, _request_queue_time_seconds,
+//       _step_duration_seconds, _batch_size                                          histograms
+//   without labels (the server):
+//     actorserve_open_connections, _websocket_connections, _retained_requests,
+//       _sessions, _ready                                                            gauges
+//     actorserve_connections_refused_total                                           counter
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "include/actorserve/metrics.h"
+
+namespace actorserve {
+
+// What the server knows beside the runtime's metrics_snapshot.
+struct server_stats {
+    int open_connections = 0;          // HTTP and WebSocket
+    int websocket_connections = 0;
+    uint64_t connections_refused = 0;  // over server.max_connections, since start
+    int retained_requests = 0;         // request streams kept for resume
+    int sessions = 0;                  // named sessions (conversations that outlive a connection)
+    bool ready = false;                // a runtime is attached: chat requests are served
+};
+
+// The whole exposition, every family with # HELP and # TYPE. A model_name with quotes,
+// backslashes or newlines is escaped. Cost: O(families + buckets), a few KB.
+std::string render_prometheus(const metrics_snapshot &m, const server_stats &s, std::string_view model_name);
+
+} // namespace actorserve

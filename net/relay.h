@@ -1,0 +1,21 @@
+// The relay: one small actor per request, between a session actor and the request's stream. It
+// sends the chat_request to the session (so the session streams its answer back to it), turns
+// every chat_delta / chat_done / chat_error into a stream_event, and ends with the request.
+//
+//   anyone -> relay   (cancel_atom)      ask the session to end the request early
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <memory>
+
+#include "include/actorserve/messages.h"
+#include "net/request_stream.h"
+
+namespace actorserve {
+
+// own_session: the session exists for this request alone and ends with it.
+caf::actor spawn_relay(caf::actor_system &sys, caf::actor session, chat_request req,
+                       std::shared_ptr<request_stream> stream, bool own_session);
+
+} // namespace actorserve

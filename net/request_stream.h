@@ -1,0 +1,88 @@
+// One request's events, kept in order so that any connection can read them from any point: the
+// basis of resume. The relay actor appends (its thread); connections read by index (their
+// strands). Event i of the log is the event with event_id i on the wire.
+//
+// A stream has at most one follower, the connection its events go to. append() wakes it; the
+// follower then reads what it has not sent yet. A new follower (resume) replaces the old one,
+// which notices on its next read and stops.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "include/actorserve/messages.h"
+
+namespace actorserve {
+
+struct stream_event {
+    enum kind_t : uint8_t { start, token, done, error } kind = start;
+    std::string text;               // token: the delta; done: the whole answer
+    std::string finish_reason;      // done
+    chat_usage usage;               // done
+    double ttft_ms = 0, total_ms = 0; // done
+    errc code = errc::internal;     // error
+    std::string message;            // error
+    int retry_after_ms = 0;         // error
+    bool ends() const { return kind == done || kind == error; }
+};
+
+// Whoever sends a stream's events somewhere: told (on any thread) that more have arrived.
+class stream_follower {
+public:
+    virtual ~stream_follower() = default;
+    virtual void on_events(const std::string &request_id) = 0;
+};
+
+class request_stream {
+public:
+    using clock = std::chrono::steady_clock;
+
+    request_stream(std::string request_id, std::string session_id)
+        : request_id_(std::move(request_id)), session_id_(std::move(session_id)), created_(clock::now()),
+          unfollowed_since_(created_) {}
+
+    const std::string &request_id() const { return request_id_; }
+    const std::string &session_id() const { return session_id_; }
+    clock::time_point created() const { return created_; }
+
+    void append(stream_event e);
+
+    // Copies events [from, end) into out; returns the index after the last copied. Does nothing
+    // and returns `from` when `who` is no longer the follower.
+    size_t read(size_t from, const stream_follower *who, std::vector<stream_event> &out) const;
+
+    // The follower from now on, replacing any other.
+    void follow(std::weak_ptr<stream_follower> who);
+    // `who` stops following (its connection closed); a no-op when someone else follows now.
+    void unfollow(const stream_follower *who);
+
+    bool ended() const;
+    // Nobody has followed it since this time (nullopt: followed now).
+    std::optional<clock::time_point> unfollowed_since() const;
+    size_t bytes() const;
+
+    // The relay actor that turns the session's answers into events; cancel goes through it.
+    void set_relay(caf::actor a) { relay_ = std::move(a); }
+    const caf::actor &relay() const { return relay_; }
+
+private:
+    const std::string request_id_, session_id_;
+    const clock::time_point created_;
+    caf::actor relay_; // set once, before any other thread sees the stream
+    mutable std::mutex mu_;
+    std::vector<stream_event> events_;
+    size_t bytes_ = 0;
+    bool ended_ = false;
+    clock::time_point ended_at_{};
+    std::weak_ptr<stream_follower> follower_;
+    mutable const stream_follower *follower_raw_ = nullptr; // identity of follower_, for read()
+    mutable clock::time_point unfollowed_since_;
+};
+
+} // namespace actorserve
