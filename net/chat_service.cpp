@@ -28,7 +28,7 @@ std::string chat_service::new_id(const char *prefix) {
 }
 
 std::variant<std::shared_ptr<request_stream>, service_error>
-chat_service::start(std::optional<std::string> session_id, chat_request req, bool ephemeral) {
+chat_service::start(std::optional<std::string> session_id, chat_request req, bool ephemeral, bool tokens) {
     runtime *rt = rt_.load();
     if (!rt) return service_error{errc::overloaded, "the model is still loading", 1000};
     if (draining_) return service_error{errc::overloaded, "the server is shutting down", 0};
@@ -93,7 +93,7 @@ chat_service::start(std::optional<std::string> session_id, chat_request req, boo
     } else {
         spdlog::info("request {} session {}: {} messages, {} bytes", stream->request_id(), sid, req.messages.size(), bytes);
     }
-    stream->set_relay(spawn_relay(sys_, session, std::move(req), stream, ephemeral));
+    stream->set_relay(spawn_relay(sys_, session, std::move(req), stream, ephemeral, tokens));
     if (ephemeral) {
         ephemeral_[stream.get()] = stream;
     } else {

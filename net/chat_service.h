@@ -42,9 +42,10 @@ public:
 
     // Starts a request. session_id: continue that conversation; nullopt: a new named session
     // (WebSocket); ephemeral: a session for this request alone, not retained for resume (HTTP).
-    // The stream's first event (start) is appended here.
+    // tokens: false keeps no token events (the answer comes whole in done). The stream's first
+    // event (start) is appended here.
     std::variant<std::shared_ptr<request_stream>, service_error>
-    start(std::optional<std::string> session_id, chat_request req, bool ephemeral);
+    start(std::optional<std::string> session_id, chat_request req, bool ephemeral, bool tokens);
 
     std::shared_ptr<request_stream> find(const std::string &request_id);
     void cancel(const request_stream &s);

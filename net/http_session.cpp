@@ -198,7 +198,7 @@ void http_session::start_completion(bool chat, const request &req) {
     auto parsed = parse_openai(parser_json_, req.body(), chat, srv_->cfg, srv_->model_name);
     if (auto *p = std::get_if<request_problem>(&parsed)) return respond_error(p->code, p->message, p->param);
     oreq_ = std::move(std::get<openai_request>(parsed));
-    auto started = srv_->service.start(std::nullopt, oreq_.req, true);
+    auto started = srv_->service.start(std::nullopt, oreq_.req, true, oreq_.stream);
     if (auto *e = std::get_if<service_error>(&started)) return respond_error(e->code, e->message, {}, e->retry_after_ms);
     rs_ = std::get<std::shared_ptr<request_stream>>(std::move(started));
     resp_id_ = (chat ? "chatcmpl-" : "cmpl-") + rs_->request_id().substr(2);

@@ -12,14 +12,16 @@ struct relay_st {
     std::shared_ptr<request_stream> stream;
     int64_t id = 0;
     bool own_session = false;
+    bool tokens = true;
 };
 
 using self_ptr = caf::stateful_actor<relay_st> *;
 
 caf::behavior relay_actor(self_ptr self, caf::actor session, chat_request req, std::shared_ptr<request_stream> stream,
-                          bool own_session) {
+                          bool own_session, bool tokens) {
     auto &st = self->state;
     st.own_session = own_session;
+    st.tokens = tokens;
     if (own_session) // by value: the state is gone by the time attached functors run
         self->attach_functor([s = session] { caf::anon_send_exit(s, caf::exit_reason::user_shutdown); });
     st.session = std::move(session);
@@ -38,6 +40,7 @@ caf::behavior relay_actor(self_ptr self, caf::actor session, chat_request req, s
     self->send(st.session, std::move(req));
     return {
         [self](const chat_delta &d) {
+            if (!self->state.tokens) return;
             stream_event e;
         e.kind = stream_event::token;
             e.text = d.text;
@@ -72,8 +75,8 @@ caf::behavior relay_actor(self_ptr self, caf::actor session, chat_request req, s
 } // namespace
 
 caf::actor spawn_relay(caf::actor_system &sys, caf::actor session, chat_request req,
-                       std::shared_ptr<request_stream> stream, bool own_session) {
-    return sys.spawn(relay_actor, std::move(session), std::move(req), std::move(stream), own_session);
+                       std::shared_ptr<request_stream> stream, bool own_session, bool tokens) {
+    return sys.spawn(relay_actor, std::move(session), std::move(req), std::move(stream), own_session, tokens);
 }
 
 } // namespace actorserve

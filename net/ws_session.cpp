@@ -64,9 +64,9 @@ void ws_session::handle(std::string_view text) {
     ws_message &m = std::get<ws_message>(parsed);
     chat_service &svc = srv_->service;
     if (auto *c = std::get_if<ws_chat>(&m)) {
-        auto started = svc.start(std::move(c->session_id), std::move(c->req), false);
+        auto started = svc.start(std::move(c->session_id), std::move(c->req), false, c->stream);
         if (auto *e = std::get_if<service_error>(&started)) return send(render_error(e->code, e->message, e->retry_after_ms));
-        start_following(std::get<std::shared_ptr<request_stream>>(started), 0, c->stream);
+        start_following(std::get<std::shared_ptr<request_stream>>(started), 0);
     } else if (auto *x = std::get_if<ws_cancel>(&m)) {
         auto s = svc.find(x->request_id);
         if (!s) return send(render_error(errc::not_found, "unknown request_id '" + x->request_id.substr(0, 64) + "'"));
@@ -78,14 +78,14 @@ void ws_session::handle(std::string_view text) {
                                                           "' is unknown or no longer retained (events are kept " +
                                                           std::to_string(srv_->cfg.retention_s) +
                                                           " s after the last connection following it closed)"));
-        start_following(std::move(s), static_cast<size_t>(r->last_event_id + 1), true);
+        start_following(std::move(s), static_cast<size_t>(r->last_event_id + 1));
     }
 }
 
-void ws_session::start_following(std::shared_ptr<request_stream> s, size_t from, bool tokens) {
+void ws_session::start_following(std::shared_ptr<request_stream> s, size_t from) {
     const std::string id = s->request_id();
     s->follow(std::weak_ptr<stream_follower>(shared_from_this()));
-    follows_[id] = follow{std::move(s), from, tokens};
+    follows_[id] = follow{std::move(s), from};
     pump(id);
 }
 
@@ -105,7 +105,6 @@ void ws_session::pump(const std::string &request_id) {
     for (size_t i = 0; i < events.size(); ++i) {
         const stream_event &e = events[i];
         ended |= e.ends();
-        if (e.kind == stream_event::token && !f.stream_tokens) continue;
         send(render_event(*f.stream, first + i, e));
     }
     if (ended) {

@@ -33,13 +33,12 @@ private:
     struct follow {
         std::shared_ptr<request_stream> stream;
         size_t next = 0;   // index of the next event to send
-        bool stream_tokens = true;
     };
 
     void do_read();
     void on_read(beast::error_code ec, size_t n);
     void handle(std::string_view text);
-    void start_following(std::shared_ptr<request_stream> s, size_t from, bool tokens);
+    void start_following(std::shared_ptr<request_stream> s, size_t from);
     void pump(const std::string &request_id);
     void send(std::string msg);
     void do_write();
