@@ -41,6 +41,10 @@ http_session::~http_session() = default;
 
 void http_session::run() {
     srv_->add(shared_from_this());
+    // Called on the relay's thread: hop onto this connection's strand, where pump reads the stream.
+    waker_ = std::make_shared<stream_waker>(srv_->gate, [w = weak_from_this()](const std::string &) {
+        if (auto self = w.lock()) asio::post(self->stream_.get_executor(), [self] { self->pump(); });
+    });
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->do_read(); });
 }
 
@@ -206,19 +210,15 @@ void http_session::start_completion(bool chat, const request &req) {
     sse_started_ = false;
     first_chunk_ = true;
     done_ = false;
-    rs_->follow(std::weak_ptr<stream_follower>(shared_from_this()));
+    rs_->follow(std::weak_ptr<stream_follower>(waker_));
     watch_peer();
     pump();
-}
-
-void http_session::on_events(const std::string &) {
-    asio::post(stream_.get_executor(), [self = shared_from_this()] { self->pump(); });
 }
 
 void http_session::pump() {
     if (!rs_ || done_) return;
     std::vector<stream_event> events;
-    next_ = rs_->read(next_, this, events);
+    next_ = rs_->read(next_, waker_.get(), events);
     for (const stream_event &e : events) {
         if (e.kind == stream_event::start) continue;
         if (!sse_started_ && (e.kind == stream_event::error || !oreq_.stream)) {
@@ -230,7 +230,7 @@ void http_session::pump() {
                 beast::error_code ignored;
                 stream_.socket().cancel(ignored);
             }
-            rs_->unfollow(this);
+            rs_->unfollow(waker_.get());
             rs_.reset();
             if (e.kind == stream_event::error) return respond_error(e.code, e.message, {}, e.retry_after_ms);
             return respond(http::status::ok, render_openai_response(oreq_, resp_id_, srv_->created, srv_->model_name, e));
@@ -255,7 +255,7 @@ void http_session::pump() {
             write_raw(sse_chunk("[DONE]"));
             write_raw("0\r\n\r\n");
             done_ = true;
-            rs_->unfollow(this);
+            rs_->unfollow(waker_.get());
             rs_.reset();
         }
     }
@@ -288,7 +288,7 @@ void http_session::on_raw_written(beast::error_code ec) {
         if (rs_) {
             spdlog::info("{} {}: the client went away, request {} cancelled", method_, path_, rs_->request_id());
             srv_->service.cancel(*rs_);
-            rs_->unfollow(this);
+            rs_->unfollow(waker_.get());
             rs_.reset();
         }
         outq_.clear();
@@ -332,7 +332,7 @@ void http_session::watch_peer() {
             spdlog::info("{} {}: the client went away, request {} cancelled", self->method_, self->path_,
                          self->rs_->request_id());
             self->srv_->service.cancel(*self->rs_);
-            self->rs_->unfollow(self.get());
+            self->rs_->unfollow(self->waker_.get());
             self->rs_.reset();
         }
         self->done_ = true;

@@ -20,14 +20,13 @@ namespace actorserve {
 namespace beast = boost::beast;
 namespace http = beast::http;
 
-class http_session : public std::enable_shared_from_this<http_session>, public stream_follower, public connection {
+class http_session : public std::enable_shared_from_this<http_session>, public connection {
 public:
     // refuse: the connection is over server.max_connections; its request is answered 429.
     http_session(asio::ip::tcp::socket &&socket, std::shared_ptr<server_impl> srv, bool refuse);
     ~http_session() override;
 
     void run();
-    void on_events(const std::string &request_id) override;
     void close_for_shutdown() override;
 
 private:
@@ -53,6 +52,7 @@ private:
     std::optional<http::request_parser<http::string_body>> parser_;
     std::shared_ptr<server_impl> srv_;
     std::shared_ptr<connection_slot> slot_;
+    std::shared_ptr<stream_waker> waker_; // what the stream it follows holds, instead of this
     bool refuse_;
     bool keep_alive_ = true;
     bool shutting_down_ = false;

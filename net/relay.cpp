@@ -42,13 +42,13 @@ caf::behavior relay_actor(self_ptr self, caf::actor session, chat_request req, s
         [self](const chat_delta &d) {
             if (!self->state.tokens) return;
             stream_event e;
-        e.kind = stream_event::token;
+            e.kind = stream_event::token;
             e.text = d.text;
             self->state.stream->append(std::move(e));
         },
         [self](const chat_done &d) {
             stream_event e;
-        e.kind = stream_event::done;
+            e.kind = stream_event::done;
             e.text = d.text;
             e.finish_reason = d.finish_reason;
             e.usage = d.usage;
@@ -61,7 +61,7 @@ caf::behavior relay_actor(self_ptr self, caf::actor session, chat_request req, s
         },
         [self](const chat_error &err) {
             stream_event e;
-        e.kind = stream_event::error;
+            e.kind = stream_event::error;
             e.code = err.code;
             e.message = err.message;
             e.retry_after_ms = err.retry_after_ms;

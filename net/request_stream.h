@@ -2,8 +2,9 @@
 // basis of resume. The relay actor appends (its thread); connections read by index (their
 // strands). Event i of the log is the event with event_id i on the wire.
 //
-// A stream has at most one follower, the connection its events go to. append() wakes it; the
-// follower then reads what it has not sent yet. A new follower (resume) replaces the old one,
+// A stream has at most one follower: the connection its events go to, represented by that
+// connection's stream_waker (net/stream_waker.h). append() wakes it; the connection then reads
+// what it has not sent yet. A new follower (resume) replaces the old one,
 // which notices on its next read and stops.
 #pragma once
 

@@ -93,6 +93,8 @@ std::unique_ptr<server> server::start(caf::actor_system &sys, const server_confi
 
 server::~server() {
     shutdown(std::chrono::milliseconds(0));
+    // From here no actor thread reaches a connection (net/stream_waker.h).
+    impl_->gate->close();
     // The I/O threads are gone. I/O objects go before their io_context; the io_context then
     // destroys the handlers it still holds, and with them the last references to connections.
     impl_->acceptor.reset();

@@ -14,6 +14,7 @@
 
 #include "net/chat_service.h"
 #include "net/config.h"
+#include "net/stream_waker.h"
 
 namespace actorserve {
 
@@ -46,6 +47,8 @@ struct server_impl {
     std::unique_ptr<asio::steady_timer> sweeper;
     std::vector<std::thread> threads;
     std::atomic<bool> stopping{false};
+    // Closed before the io_context is destroyed: see net/stream_waker.h.
+    std::shared_ptr<io_gate> gate = std::make_shared<io_gate>();
 
     std::atomic<int> connections{0}, websockets{0};
     std::atomic<uint64_t> refused{0};

@@ -18,6 +18,11 @@ ws_session::~ws_session() { --srv_->websockets; }
 
 void ws_session::run(beast::http::request<beast::http::string_body> req) {
     srv_->add(shared_from_this());
+    // Called on the relay's thread: hop onto this connection's strand, where pump reads the stream.
+    waker_ = std::make_shared<stream_waker>(srv_->gate, [w = weak_from_this()](const std::string &request_id) {
+        if (auto self = w.lock())
+            asio::post(self->ws_.get_executor(), [self, request_id] { self->pump(request_id); });
+    });
     // The upgrade's own timeouts are over; the WebSocket's apply from here (idle: 300 s).
     beast::get_lowest_layer(ws_).expires_never();
     ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
@@ -84,14 +89,9 @@ void ws_session::handle(std::string_view text) {
 
 void ws_session::start_following(std::shared_ptr<request_stream> s, size_t from) {
     const std::string id = s->request_id();
-    s->follow(std::weak_ptr<stream_follower>(shared_from_this()));
+    s->follow(std::weak_ptr<stream_follower>(waker_));
     follows_[id] = follow{std::move(s), from};
     pump(id);
-}
-
-// Called on the relay's thread: hop onto this connection's strand, where pump reads the stream.
-void ws_session::on_events(const std::string &request_id) {
-    asio::post(ws_.get_executor(), [self = shared_from_this(), request_id] { self->pump(request_id); });
 }
 
 void ws_session::pump(const std::string &request_id) {
@@ -100,7 +100,7 @@ void ws_session::pump(const std::string &request_id) {
     follow &f = it->second;
     std::vector<stream_event> events;
     const size_t first = f.next;
-    f.next = f.stream->read(first, this, events);
+    f.next = f.stream->read(first, waker_.get(), events);
     bool ended = false;
     for (size_t i = 0; i < events.size(); ++i) {
         const stream_event &e = events[i];
@@ -109,7 +109,7 @@ void ws_session::pump(const std::string &request_id) {
     }
     if (ended) {
         // Delivered (as far as this side can know): retention now counts from here.
-        f.stream->unfollow(this);
+        f.stream->unfollow(waker_.get());
         follows_.erase(it);
     }
 }
@@ -171,7 +171,7 @@ void ws_session::close_for_shutdown() {
 void ws_session::release() {
     if (released_) return;
     released_ = true;
-    for (auto &[id, f] : follows_) f.stream->unfollow(this);
+    for (auto &[id, f] : follows_) f.stream->unfollow(waker_.get());
     follows_.clear();
     srv_->remove(this);
 }

@@ -19,14 +19,13 @@ namespace actorserve {
 
 namespace beast = boost::beast;
 
-class ws_session : public std::enable_shared_from_this<ws_session>, public stream_follower, public connection {
+class ws_session : public std::enable_shared_from_this<ws_session>, public connection {
 public:
     ws_session(asio::ip::tcp::socket &&socket, std::shared_ptr<server_impl> srv, std::shared_ptr<connection_slot> slot);
     ~ws_session() override;
 
     void run(beast::http::request<beast::http::string_body> req);
 
-    void on_events(const std::string &request_id) override;
     void close_for_shutdown() override;
 
 private:
@@ -50,6 +49,7 @@ private:
     beast::flat_buffer buffer_;
     std::shared_ptr<server_impl> srv_;
     std::shared_ptr<connection_slot> slot_;
+    std::shared_ptr<stream_waker> waker_; // what the streams it follows hold, instead of this
     simdjson::dom::parser parser_;
     std::map<std::string, follow> follows_;
     std::deque<std::string> outq_;

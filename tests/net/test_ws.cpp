@@ -3,6 +3,7 @@
 // every refusal of bad input, authentication and origins, connection limits, a client that does
 // not read, retention, and graceful shutdown.
 #include "tests/net/test_client.h"
+#include "net/stream_waker.h"
 
 #include <cstdlib>
 #include <future>
@@ -845,4 +846,24 @@ TEST_CASE("ws: graceful shutdown lets a running request finish, then closes with
     REQUIRE_MESSAGE(stopping.wait_for(30s) == std::future_status::ready, "shutdown(10s) did not return in 30 s");
     stopping.get();
     CHECK_MESSAGE(!can_connect(port), "a connection was accepted after shutdown");
+}
+
+// Streams are appended to on actor threads, which may outlive the server's io_context: once the
+// server closes its gate, a stream's append must no longer reach the connection at all.
+TEST_CASE("ws: a stream appended to after the server closed its I/O gate wakes nobody") {
+    auto gate = std::make_shared<actorserve::io_gate>();
+    int woken = 0;
+    auto waker = std::make_shared<actorserve::stream_waker>(gate, [&](const std::string &) { ++woken; });
+    actorserve::request_stream s("r-test", "s-test");
+    s.follow(std::weak_ptr<actorserve::stream_follower>(waker));
+    s.append(actorserve::stream_event{});
+    CHECK(woken == 1);
+    gate->close();
+    actorserve::stream_event tok;
+    tok.kind = actorserve::stream_event::token;
+    tok.text = "x";
+    s.append(tok);
+    CHECK(woken == 1);
+    std::vector<actorserve::stream_event> out;
+    CHECK(s.read(0, waker.get(), out) == 2); // the events are still kept, for a resume
 }
