@@ -1,6 +1,6 @@
 // actorserve: the command-line tool. Subcommands generate, chat, tokenize, info and perplexity
-// over one GGUF model on the CPU engine. See docs/cli.md. This file sets up the parser and dispatches;
-// each command lives in its own cmd_<name>.cpp.
+// over one GGUF model on the CPU engine, embed over a sentence-embedding model. See docs/cli.md.
+// This file sets up the parser and dispatches; each command lives in its own cmd_<name>.cpp.
 //
 // Exit codes: 0 success, 1 an error reported as "actorserve: error: <message>" (bad model,
 // bad parameter value, prompt too long, ...), 2 a usage error found by the argument parser.
@@ -47,6 +47,16 @@ int main(int argc, char **argv) {
     tok_cmd->add_option("--text", tk.text, "Text to tokenize")->required();
     tok_cmd->add_flag("--no-special", tk.no_special, "Tokenize control-token text (<|im_start|>) as plain text");
     tok_cmd->add_flag("--pieces", tk.pieces, "Print one token per line: id, tab, its text");
+
+    embed_options emb;
+    CLI::App *emb_cmd = app.add_subcommand("embed", "Print the sentence embedding of a text (all-MiniLM-L6-v2)");
+    emb_cmd->add_option("--text", emb.text, "Text to embed");
+    emb_cmd->add_option("-f,--file", emb.file, "Embed every line of this file, one vector per line");
+    emb_cmd->add_option("--batch-size", emb.batch_size, "Lines of --file embedded together (1: one by one)")
+        ->capture_default_str();
+    emb_cmd->add_option("--model-dir", emb.model_dir, "Folder with config.json, vocab.txt and model.safetensors")
+        ->capture_default_str();
+    emb_cmd->add_option("-t,--threads", emb.threads, "Threads of the encoder")->capture_default_str();
 
     model_options info;
     CLI::App *info_cmd = app.add_subcommand("info", "Describe a model file");
@@ -96,6 +106,7 @@ int main(int argc, char **argv) {
         if (*gen_cmd) return cmd_generate(gen);
         if (*chat_cmd) return cmd_chat(chat_model, chat_run, chat_verbose);
         if (*tok_cmd) return cmd_tokenize(tk);
+        if (*emb_cmd) return cmd_embed(emb);
         if (*info_cmd) return cmd_info(info);
         if (*ppl_cmd) return cmd_perplexity(ppl);
         if (*serve_cmd) return cmd_serve(srv);

@@ -34,6 +34,18 @@ struct tokenize_options {
 // Print the token ids of a text (with --pieces, one token per line with its text).
 int cmd_tokenize(const tokenize_options &o);
 
+struct embed_options {
+    std::optional<std::string> text;
+    std::string file;
+    std::string model_dir = "models/all-MiniLM-L6-v2";
+    int threads = 1;
+    int batch_size = 32; // texts per embed_batch call (--file); 1: embed() one by one
+};
+
+// Print L2-normalised sentence embeddings, one vector per line, space-separated: of --text,
+// or of each line of --file (then with a speed line on stderr).
+int cmd_embed(const embed_options &o);
+
 // Describe a model file.
 int cmd_info(const model_options &o);
 
