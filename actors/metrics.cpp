@@ -80,6 +80,7 @@ caf::behavior metrics_actor(caf::event_based_actor *self, std::chrono::milliseco
                 ? std::chrono::duration<double>(now - st->recent.front().first).count() : 0.0;
             s.tokens_per_s = span > 0 ? n / span : 0.0;
         },
+        [st](const cache_metrics &c) { st->snap.cache = c; },
         [st](get_atom) { return st->snap; },
     };
 }

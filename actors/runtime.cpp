@@ -5,6 +5,8 @@
 #include "actors/session.h"
 #include "engine/forward.h"
 
+#include <filesystem>
+
 namespace actorserve {
 
 scheduler_settings runtime_config::settings(const llama_hparams &hp) const {
@@ -74,6 +76,15 @@ std::unique_ptr<runtime> runtime::start(caf::actor_system &sys, const runtime_co
     sc.retry_after_ms = cfg.retry_after_ms;
     auto tk = rt->tok_;
     rt->scheduler_ = spawn_scheduler(sys, sc, rt->executor_, rt->metrics_, [tk](int32_t t) { return tk->is_eog(t); });
+    if (cfg.cache.enabled) {
+        // Cached answers belong to one model: its name, and its file's size so that a different
+        // file under the same name does not inherit them.
+        std::error_code ec;
+        const auto size = std::filesystem::file_size(cfg.model_path, ec);
+        if (rt->cfg_.model_name.empty()) rt->cfg_.model_name = std::filesystem::path(cfg.model_path).stem().string();
+        rt->cfg_.model_name += ":" + std::to_string(ec ? 0 : size);
+        rt->cache_ = spawn_cache(sys, cfg.cache, rt->cfg_.model_name, rt->metrics_, rt->notes_);
+    }
     return rt;
 }
 
@@ -81,10 +92,11 @@ runtime::~runtime() {
     caf::anon_send_exit(scheduler_, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(executor_, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(metrics_, caf::exit_reason::user_shutdown);
+    if (cache_) caf::anon_send_exit(cache_, caf::exit_reason::user_shutdown);
 }
 
 caf::actor runtime::open_session() {
-    session_config sc{tok_, tmpl_, settings_.n_ctx, cfg_.max_request_bytes};
+    session_config sc{tok_, tmpl_, settings_.n_ctx, cfg_.max_request_bytes, cache_};
     return spawn_session(sys_, sc, scheduler_);
 }
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <optional>
 
+#include "actors/cache_actor.h"
 #include "actors/protocol.h"
 #include "actors/scheduler.h"
 #include "engine/stop_filter.h"
@@ -32,6 +33,12 @@ struct session_st {
         bool stopped = false;             // a stop string ended it; the scheduler is cancelling
         bool client_gone = false;         // the client terminated; nothing more is sent
         bool raw = false;                 // a raw prompt: not a turn of the conversation
+        // caches
+        std::optional<cache_query> query; // cacheable: what was looked up, stored on completion
+        std::vector<float> vec;           // the question's embedding (a semantic miss)
+        std::optional<gen_request> held;  // submitted once the cache has answered
+        bool cancel_held = false;         // cancelled while the cache was asked
+        int n_prompt = 0;
     };
     session_config cfg;
     caf::actor scheduler;
@@ -99,8 +106,78 @@ void finish(self_ptr self, const gen_event &e) {
         st.turns.insert(st.turns.end(), a.asked.begin(), a.asked.end());
         st.turns.push_back({"assistant", a.text});
     }
+    if (a.query && (d.finish_reason == "stop" || d.finish_reason == "length"))
+        self->send(st.cfg.cache, store_atom::value,
+                   cache_store{std::move(*a.query), std::move(a.vec), cached_answer{a.text, d.finish_reason, e.n_generated}});
     self->send(a.client, std::move(d));
     end_request(self);
+}
+
+// Pieces of about a word, for streaming a cached answer the way a generated one arrives. The
+// text is valid UTF-8 and pieces end after an ASCII space or at a character boundary.
+std::vector<std::string> word_pieces(const std::string &text) {
+    constexpr size_t kMaxPiece = 32;
+    std::vector<std::string> out;
+    size_t start = 0;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const bool space = text[i] == ' ' || text[i] == '\n';
+        const bool next_starts_char = i + 1 >= text.size() || (static_cast<unsigned char>(text[i + 1]) & 0xC0) != 0x80;
+        if ((space && i + 1 > start) || (i + 1 - start >= kMaxPiece && next_starts_char)) {
+            out.push_back(text.substr(start, i + 1 - start));
+            start = i + 1;
+        }
+    }
+    if (start < text.size()) out.push_back(text.substr(start));
+    return out;
+}
+
+// The caches answered: stream their text, then done, as a generated answer would end.
+void answer_from_cache(self_ptr self, cache_reply &r) {
+    auto &st = self->state;
+    auto &a = *st.cur;
+    for (std::string &piece : word_pieces(r.answer.text)) {
+        if (a.ttft_ms < 0) a.ttft_ms = std::chrono::duration<double, std::milli>(clock_type::now() - a.t0).count();
+        self->send(a.client, chat_delta{a.client_id, std::move(piece)});
+    }
+    a.text = r.answer.text;
+    chat_done d;
+    d.id = a.client_id;
+    d.finish_reason = r.answer.finish_reason;
+    d.text = a.text;
+    d.usage = {a.n_prompt, a.n_prompt, r.answer.completion_tokens};
+    d.ttft_ms = a.ttft_ms < 0 ? 0.0 : a.ttft_ms;
+    d.cached = r.kind == cache_reply::exact ? "exact" : "semantic";
+    d.similarity = r.similarity;
+    if (!a.raw) {
+        st.turns.insert(st.turns.end(), a.asked.begin(), a.asked.end());
+        st.turns.push_back({"assistant", a.text});
+    }
+    self->send(a.client, std::move(d));
+    end_request(self);
+}
+
+// What the caches are asked for this request, or nullopt when it is not cacheable.
+std::optional<cache_query> cache_query_for(const session_st &st, const chat_request &r, const std::string &prompt,
+                                           int64_t gen_id) {
+    if (!st.cfg.cache || r.cache == false) return std::nullopt;
+    const bool opted_in = r.cache == true;
+    if (!opted_in && r.sampling.temperature > 0.0f) return std::nullopt; // only greedy answers repeat
+    cache_query q;
+    q.gen_id = gen_id;
+    q.prompt = prompt;
+    q.params = generation_params{r.sampling, r.max_tokens, r.stop};
+    q.allow_sampled = opted_in;
+    // The meaning of a question decides its answer only when nothing came before it.
+    if (!r.raw && st.turns.empty() && r.messages.back().role == "user") {
+        bool only_system_before = true;
+        for (size_t i = 0; i + 1 < r.messages.size(); ++i) only_system_before &= r.messages[i].role == "system";
+        if (only_system_before) {
+            q.semantic_ok = true;
+            for (size_t i = 0; i + 1 < r.messages.size(); ++i) q.system_prompt += r.messages[i].content + "\n";
+            q.question = r.messages.back().content;
+        }
+    }
+    return q;
 }
 
 struct problem {
@@ -132,11 +209,22 @@ caf::behavior session_actor(self_ptr self, session_config cfg, caf::actor schedu
     self->state.cfg = std::move(cfg);
     self->state.scheduler = scheduler;
     self->monitor(scheduler);
+    if (self->state.cfg.cache) self->monitor(self->state.cfg.cache);
     self->set_down_handler([self](caf::down_msg &dm) {
         auto &st = self->state;
         if (dm.source == st.scheduler.address()) {
             if (st.cur) send_error(self, st.cur->client, st.cur->client_id, errc::internal, "the runtime stopped");
             self->quit(dm.reason);
+        } else if (st.cfg.cache && dm.source == st.cfg.cache.address()) {
+            // The caches are gone (they failed): carry on without them; a request waiting for
+            // their answer goes to the scheduler as a miss.
+            st.cfg.cache = caf::actor{};
+            if (st.cur && st.cur->held) {
+                cache_reply miss;
+                miss.kind = cache_reply::bypass;
+                miss.gen_id = st.cur->gen_id;
+                self->send(self, std::move(miss));
+            }
         } else if (st.cur && dm.source == st.cur->client.address() && !st.cur->stopped) {
             self->send(st.scheduler, cancel_atom::value, st.cur->gen_id); // nobody to stream to
             st.cur->stopped = true;
@@ -156,14 +244,15 @@ caf::behavior session_actor(self_ptr self, session_config cfg, caf::actor schedu
                 send_error(self, client, r.id, bad->code, std::move(bad->message));
                 return;
             }
-            std::vector<int32_t> prompt;
+            std::string rendered;
             if (r.raw) {
-                prompt = encode_prompt(*st.cfg.tok, r.messages[0].content);
+                rendered = r.messages[0].content;
             } else {
                 std::vector<chat_message> all = st.turns;
                 all.insert(all.end(), r.messages.begin(), r.messages.end());
-                prompt = encode_prompt(*st.cfg.tok, st.cfg.tmpl->render(all, true));
+                rendered = st.cfg.tmpl->render(all, true);
             }
+            std::vector<int32_t> prompt = encode_prompt(*st.cfg.tok, rendered);
             if (static_cast<int>(prompt.size()) >= st.cfg.n_ctx) {
                 send_error(self, client, r.id, errc::exceed_context,
                            "prompt has " + std::to_string(prompt.size()) + " tokens, the context has room for " +
@@ -173,6 +262,8 @@ caf::behavior session_actor(self_ptr self, session_config cfg, caf::actor schedu
             session_st::active a;
             a.client_id = r.id;
             a.gen_id = next_gen_id++;
+            a.query = cache_query_for(st, r, rendered, a.gen_id);
+            a.n_prompt = static_cast<int>(prompt.size());
             a.client = client;
             a.asked = std::move(r.messages);
             a.raw = r.raw;
@@ -180,13 +271,40 @@ caf::behavior session_actor(self_ptr self, session_config cfg, caf::actor schedu
             a.t0 = clock_type::now();
             self->monitor(client);
             gen_request g{a.gen_id, std::move(prompt), r.sampling, r.max_tokens};
+            if (a.query) {
+                a.held = std::move(g);
+                self->send(st.cfg.cache, lookup_atom::value, *a.query);
+                st.cur = std::move(a);
+                return;
+            }
             st.cur = std::move(a);
+            self->send(st.scheduler, submit_atom::value, std::move(g));
+        },
+        [self](cache_reply &r) {
+            auto &st = self->state;
+            if (!st.cur || r.gen_id != st.cur->gen_id || !st.cur->held) return;
+            auto &a = *st.cur;
+            if (a.client_gone) return end_request(self);
+            if (a.cancel_held) {
+                chat_done d;
+                d.id = a.client_id;
+                d.finish_reason = "cancelled";
+                d.usage = {a.n_prompt, 0, 0};
+                self->send(a.client, std::move(d));
+                return end_request(self);
+            }
+            if (r.kind == cache_reply::exact || r.kind == cache_reply::semantic) return answer_from_cache(self, r);
+            if (r.kind == cache_reply::bypass) a.query.reset(); // the cache is busy: not stored either
+            a.vec = std::move(r.vec);
+            gen_request g = std::move(*a.held);
+            a.held.reset();
             self->send(st.scheduler, submit_atom::value, std::move(g));
         },
         [self](cancel_atom, int64_t client_id) {
             auto &st = self->state;
-            if (st.cur && st.cur->client_id == client_id)
-                self->send(st.scheduler, cancel_atom::value, st.cur->gen_id);
+            if (!st.cur || st.cur->client_id != client_id) return;
+            if (st.cur->held) st.cur->cancel_held = true; // answered when the cache replies
+            else self->send(st.scheduler, cancel_atom::value, st.cur->gen_id);
         },
         [self](const gen_event &e) {
             auto &st = self->state;

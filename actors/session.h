@@ -8,6 +8,10 @@
 // One request at a time: another chat_request while one runs gets errc::busy. The prompt of
 // every turn is the whole conversation; the scheduler's prefix cache makes the earlier turns
 // free. A client that terminates cancels its request; the session ends with its scheduler.
+//
+// With caches (session_config::cache), a cacheable request asks the cache actor first: a hit is
+// streamed to the client from the cached text, in word-sized deltas, and a miss is submitted
+// with the question's embedding kept, so that its answer can be stored when it completes.
 #pragma once
 
 #include <caf/all.hpp>
@@ -24,6 +28,7 @@ struct session_config {
     std::shared_ptr<const chat_template> tmpl;
     int n_ctx = 2048;            // the scheduler's; a longer prompt is refused here, by name
     size_t max_request_bytes = 1 << 20; // message text per request
+    caf::actor cache;            // the answer caches (actors/cache_actor.h); null: none
 };
 
 caf::actor spawn_session(caf::actor_system &sys, const session_config &cfg, caf::actor scheduler);

@@ -32,6 +32,9 @@ public:
         } else if constexpr (std::is_same_v<T, std::string>) {
             if (auto v = n->value_exact<std::string>()) field = *v;
             else fail(key, "must be a string");
+        } else if constexpr (std::is_same_v<T, double>) {
+            if (auto v = n->value<double>()) field = static_cast<Field>(*v);
+            else fail(key, "must be a number");
         } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
             const toml::array *a = n->as_array();
             if (!a) return fail(key, "must be an array of strings");
@@ -76,10 +79,10 @@ bool load_config_file(const std::string &path, server_config &cfg, std::string &
         err = path + ":" + std::to_string(e.source().begin.line) + ": " + std::string(e.description());
         return false;
     }
-    static const std::set<std::string> tables{"server", "sessions", "model", "scheduler"};
+    static const std::set<std::string> tables{"server", "sessions", "model", "scheduler", "cache"};
     for (const auto &[k, v] : root)
         if (!tables.count(std::string(k.str()))) {
-            err = path + ": [" + std::string(k.str()) + "] is not a settings table (server, sessions, model, scheduler)";
+            err = path + ": [" + std::string(k.str()) + "] is not a settings table (server, sessions, model, scheduler, cache)";
             return false;
         }
     std::string e;
@@ -133,6 +136,36 @@ bool load_config_file(const std::string &path, server_config &cfg, std::string &
         t.get<int64_t>("retry_after_ms", cfg.runtime.retry_after_ms);
         t.done();
     }
+    {
+        table_reader t(root, "cache", e);
+        cache_settings &c = cfg.runtime.cache;
+        t.get<bool>("enabled", c.enabled);
+        t.get<std::string>("dir", c.dir);
+        t.get<int64_t>("save_interval_s", c.save_interval_s);
+        t.get<int64_t>("mailbox_limit", c.mailbox_limit);
+        t.get<int64_t>("max_entries", c.exact.max_entries);
+        size_t mib = c.exact.max_bytes >> 20;
+        t.get<int64_t>("max_mib", mib);
+        c.exact.max_bytes = mib << 20;
+        int64_t ttl_s = c.exact.ttl_ms / 1000;
+        t.get<int64_t>("ttl_s", ttl_s);
+        c.exact.ttl_ms = ttl_s * 1000;
+        t.get<bool>("semantic", c.semantic);
+        t.get<std::string>("embed_model", c.embed_model_dir);
+        t.get<double>("semantic_threshold", c.sem.threshold);
+        t.get<bool>("guard", c.sem.guard);
+        std::string index = c.sem.index == semantic_index_kind::hnsw ? "hnsw" : "flat";
+        t.get<std::string>("semantic_index", index);
+        if (index == "hnsw") c.sem.index = semantic_index_kind::hnsw;
+        else if (index == "flat") c.sem.index = semantic_index_kind::flat;
+        else if (e.empty()) e = "[cache] semantic_index must be \"flat\" or \"hnsw\", got \"" + index + "\"";
+        t.get<int64_t>("semantic_max_entries", c.sem.limits.max_entries);
+        size_t sem_mib = c.sem.limits.max_bytes >> 20;
+        t.get<int64_t>("semantic_max_mib", sem_mib);
+        c.sem.limits.max_bytes = sem_mib << 20;
+        c.sem.limits.ttl_ms = c.exact.ttl_ms;
+        t.done();
+    }
     if (!e.empty()) {
         err = path + ": " + e;
         return false;
@@ -160,6 +193,16 @@ bool validate(const server_config &c, std::string &err) {
         c.log_level != "error" && c.log_level != "off")
         return bad("server.log_level must be trace, debug, info, warn, error or off, got '" + c.log_level + "'");
     if (c.runtime.model_path.empty()) return bad("model.path is not set");
+    const cache_settings &k = c.runtime.cache;
+    if (k.enabled) {
+        if (!(k.sem.threshold > 0.0f && k.sem.threshold <= 1.0f))
+            return bad("cache.semantic_threshold must be in (0, 1], got " + std::to_string(k.sem.threshold));
+        if (k.exact.max_entries < 1 || k.sem.limits.max_entries < 1) return bad("cache.max_entries and cache.semantic_max_entries must be >= 1");
+        if (k.exact.max_bytes < (size_t{1} << 20) || k.sem.limits.max_bytes < (size_t{1} << 20))
+            return bad("cache.max_mib and cache.semantic_max_mib must be >= 1");
+        if (k.save_interval_s < 1) return bad("cache.save_interval_s must be >= 1");
+        if (k.mailbox_limit < 1) return bad("cache.mailbox_limit must be >= 1");
+    }
     return true;
 }
 

@@ -34,9 +34,18 @@ struct server_config {
     int session_idle_s = 1800;                // a conversation with no request is forgotten after
     int max_sessions = 1024;
     int max_retained_requests = 1024;
-    // [model] and [scheduler]
+    // [model], [scheduler] and [cache]
     std::string model_name;                   // the id clients use; empty: the file name's stem
-    runtime_config runtime;
+    runtime_config runtime = server_runtime_defaults();
+
+    // The runtime API keeps its caches off unless asked; a server has them on, saved under
+    // data/cache/ (relative to the working directory).
+    static runtime_config server_runtime_defaults() {
+        runtime_config r;
+        r.cache.enabled = true;
+        r.cache.dir = "data/cache";
+        return r;
+    }
 };
 
 // Reads `path` into cfg (keys not in the file keep their value). False, with err naming the key

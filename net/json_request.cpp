@@ -115,6 +115,10 @@ std::optional<request_problem> read_generation_field(std::string_view key, simdj
         if (i < 1 || i > max_tokens_limit)
             return out_of_range(key, "must be in [1, " + std::to_string(max_tokens_limit) + "], got " + std::to_string(i));
         r.max_tokens = static_cast<int>(i);
+    } else if (key == "cache") {
+        bool on = false;
+        if (auto p = get_bool(v, key, on)) return p;
+        r.cache = on;
     } else if (key == "stop") {
         r.stop.clear();
         std::string one;

@@ -10,6 +10,14 @@ request_problem refused(std::string_view key, std::string why) {
     return {errc::invalid_request, std::string(key) + " " + std::move(why), std::string(key)};
 }
 
+// An extension: an answer the caches gave says so, with the question's similarity to the one
+// it was cached for (clients that do not know the fields ignore them).
+void add_cached(boost::json::object &o, const stream_event &done) {
+    if (done.cached.empty()) return;
+    o["cached"] = done.cached;
+    o["similarity"] = done.similarity;
+}
+
 boost::json::object usage_json(const chat_usage &u) {
     return {{"prompt_tokens", u.prompt_tokens},
             {"completion_tokens", u.completion_tokens},
@@ -109,6 +117,7 @@ std::string render_openai_response(const openai_request &r, const std::string &i
                           {"model", model},
                           {"choices", boost::json::array{std::move(choice)}},
                           {"usage", usage_json(done.usage)}};
+    add_cached(o, done);
     return boost::json::serialize(o);
 }
 
@@ -136,6 +145,7 @@ std::string render_openai_chunk(const openai_request &r, const std::string &id, 
                           {"model", model},
                           {"choices", boost::json::array{std::move(choice)}}};
     if (r.include_usage) o["usage"] = nullptr;
+    if (e.kind == stream_event::done) add_cached(o, e);
     return boost::json::serialize(o);
 }
 

@@ -158,6 +158,37 @@ std::string render_prometheus(const metrics_snapshot &m, const server_stats &s, 
                        m.step_ms, ms);
     e.histogram_family("actorserve_batch_size", "Histogram of the number of sequences in one step.", m.batch_size, 1);
 
+    if (m.cache.enabled) {
+        const cache_metrics &c = m.cache;
+        e.family("actorserve_cache_lookups_total", "counter", "Requests offered to the answer caches (bypassed ones included).");
+        e.model_count("actorserve_cache_lookups_total", c.lookups + c.bypassed);
+        e.family("actorserve_cache_hits_total", "counter", "Requests answered from a cache, by cache.");
+        e.model_count("actorserve_cache_hits_total", c.hits_exact, "cache=\"exact\"");
+        e.model_count("actorserve_cache_hits_total", c.hits_semantic, "cache=\"semantic\"");
+        e.family("actorserve_cache_misses_total", "counter", "Lookups that found no answer (the request was generated).");
+        e.model_count("actorserve_cache_misses_total", c.misses);
+        e.family("actorserve_cache_bypassed_total", "counter",
+                 "Requests not looked up because the cache actor's mailbox was over its limit.");
+        e.model_count("actorserve_cache_bypassed_total", c.bypassed);
+        e.family("actorserve_cache_guard_rejections_total", "counter",
+                 "Semantic candidates above the threshold refused by the near-miss guard.");
+        e.model_count("actorserve_cache_guard_rejections_total", c.guard_rejections);
+        e.family("actorserve_cache_stores_total", "counter", "Answers stored, or not stored (dropped) for a full mailbox.");
+        e.model_count("actorserve_cache_stores_total", c.stores, "result=\"stored\"");
+        e.model_count("actorserve_cache_stores_total", c.stores_dropped, "result=\"dropped\"");
+        e.family("actorserve_cache_evictions_total", "counter", "Entries evicted, by cache and cause (lfu: for space; ttl: expired).");
+        e.model_count("actorserve_cache_evictions_total", c.evictions_exact_lfu, "cache=\"exact\",cause=\"lfu\"");
+        e.model_count("actorserve_cache_evictions_total", c.evictions_exact_ttl, "cache=\"exact\",cause=\"ttl\"");
+        e.model_count("actorserve_cache_evictions_total", c.evictions_semantic_lfu, "cache=\"semantic\",cause=\"lfu\"");
+        e.model_count("actorserve_cache_evictions_total", c.evictions_semantic_ttl, "cache=\"semantic\",cause=\"ttl\"");
+        e.family("actorserve_cache_entries", "gauge", "Entries held, by cache.");
+        e.model_count("actorserve_cache_entries", c.entries_exact, "cache=\"exact\"");
+        e.model_count("actorserve_cache_entries", c.entries_semantic, "cache=\"semantic\"");
+        e.family("actorserve_cache_bytes", "gauge", "Bytes held (as the caches count them), by cache.");
+        e.model_count("actorserve_cache_bytes", c.bytes_exact, "cache=\"exact\"");
+        e.model_count("actorserve_cache_bytes", c.bytes_semantic, "cache=\"semantic\"");
+    }
+
     e.family("actorserve_open_connections", "gauge", "Open HTTP and WebSocket connections.");
     e.plain("actorserve_open_connections", s.open_connections);
     e.family("actorserve_websocket_connections", "gauge", "Open WebSocket connections.");

@@ -53,6 +53,8 @@ caf::behavior relay_actor(self_ptr self, caf::actor session, chat_request req, s
             e.finish_reason = d.finish_reason;
             e.usage = d.usage;
             e.ttft_ms = d.ttft_ms;
+            e.cached = d.cached;
+            e.similarity = d.similarity;
             e.total_ms = std::chrono::duration<double, std::milli>(request_stream::clock::now() -
                                                                    self->state.stream->created())
                              .count();

@@ -30,6 +30,8 @@ struct stream_event {
     errc code = errc::internal;     // error
     std::string message;            // error
     int retry_after_ms = 0;         // error
+    std::string cached;             // done: "exact" or "semantic" when the caches answered
+    float similarity = 0.0f;        // done, with cached
     bool ends() const { return kind == done || kind == error; }
 };
 

@@ -111,6 +111,10 @@ std::string render_event(const request_stream &s, size_t event_id, const stream_
         const double gen_ms = e.total_ms - e.ttft_ms;
         const double tps = e.usage.completion_tokens > 1 && gen_ms > 0 ? (e.usage.completion_tokens - 1) * 1000.0 / gen_ms : 0.0;
         o["timings"] = {{"ttft_ms", e.ttft_ms}, {"total_ms", e.total_ms}, {"tokens_per_s", tps}};
+        if (!e.cached.empty()) {
+            o["cached"] = e.cached;
+            o["similarity"] = e.similarity;
+        }
         break;
     }
     case stream_event::error:

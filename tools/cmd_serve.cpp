@@ -54,11 +54,14 @@ int cmd_serve(const serve_options &o) {
     // Listen first: /health says "loading" (503) while the model loads.
     auto srv = server::start(sys, cfg, err);
     if (!srv) return fail(err);
+    if (!cfg.model_name.empty()) cfg.runtime.model_name = cfg.model_name;
     auto rt = runtime::start(sys, cfg.runtime, err);
     if (!rt) {
         srv->shutdown(std::chrono::milliseconds(0));
         return fail(err);
     }
+    for (const std::string &note : rt->notes()) spdlog::info("{}", note);
+    if (!cfg.runtime.cache.enabled) spdlog::info("answer caches off ([cache] enabled = false)");
     srv->attach(*rt);
 
     int sig = 0;

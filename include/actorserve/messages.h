@@ -12,6 +12,7 @@
 #include <caf/all.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct chat_request {
     std::vector<std::string> stop;        // stop strings; the text before the first is kept
     bool raw = false;                     // messages[0].content is the whole prompt, no chat
                                           // template, and it does not become a turn
+    std::optional<bool> cache = std::nullopt; // the runtime's caches (docs/cache.md): unset, only a
+                                          // greedy request may be answered from them and stored;
+                                          // false, neither; true, a sampled one too (opt-in)
 };
 
 struct chat_delta {
@@ -51,6 +55,9 @@ struct chat_done {
     std::string text;                     // the whole answer (the deltas joined)
     chat_usage usage;
     double ttft_ms = 0.0;                 // request to first delta
+    std::string cached;                   // "exact" or "semantic" when the caches answered
+    float similarity = 0.0f;              // with cached: the question's cosine to the cached
+                                          // one (1 for exact)
 };
 
 struct chat_error {

@@ -61,6 +61,22 @@ struct request_outcomes {
     uint64_t overloaded = 0;  // the queue (max_waiting) or the scheduler's mailbox was full
 };
 
+// The answer caches (actors/cache_actor.h), as the cache actor last reported them.
+struct cache_metrics {
+    bool enabled = false, semantic_enabled = false;
+    uint64_t lookups = 0;             // requests offered to the caches
+    uint64_t hits_exact = 0, hits_semantic = 0, misses = 0;
+    uint64_t bypassed = 0;            // not looked up: the cache actor's mailbox was over its limit
+    uint64_t guard_rejections = 0;    // semantic candidates above the threshold that the
+                                      // near-miss guard refused
+    uint64_t stores = 0;              // answers stored
+    uint64_t stores_dropped = 0;      // answers not stored: the mailbox was over its limit
+    uint64_t evictions_exact_lfu = 0, evictions_exact_ttl = 0;
+    uint64_t evictions_semantic_lfu = 0, evictions_semantic_ttl = 0;
+    uint64_t entries_exact = 0, entries_semantic = 0;
+    uint64_t bytes_exact = 0, bytes_semantic = 0;
+};
+
 struct metrics_snapshot {
     // gauges, as of the scheduler's last report: after every step, and at once when it refuses
     // or ends a request while no step is due
@@ -88,8 +104,10 @@ struct metrics_snapshot {
     histogram ttft_ms{ttft_buckets_ms()}, itl_ms{itl_buckets_ms()};
     histogram e2e_ms{request_buckets_ms()}, queue_ms{request_buckets_ms()};
     histogram step_ms{step_buckets_ms()}, batch_size{batch_size_buckets()};
+    cache_metrics cache;
 };
 
 } // namespace actorserve
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorserve::metrics_snapshot)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorserve::cache_metrics)

@@ -20,7 +20,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "actors/cache_actor.h"
 #include "actors/scheduler.h"
 #include "engine/model.h"
 #include "engine/tokenizer.h"
@@ -42,6 +44,8 @@ struct runtime_config {
     size_t scheduler_mailbox_limit = 4096;
     int retry_after_ms = 1000;
     size_t max_request_bytes = 1 << 20;
+    cache_settings cache;           // the answer caches; off unless cache.enabled
+    std::string model_name;         // names the model to the caches; "": the file's stem
 
     // The scheduler's settings these imply for a model (KV blocks from the capacity).
     scheduler_settings settings(const llama_hparams &hp) const;
@@ -68,6 +72,9 @@ public:
     caf::actor open_session();        // a new conversation; end it with send_exit
     caf::actor scheduler() const { return scheduler_; }
     caf::actor metrics() const { return metrics_; }   // (get_atom) => metrics_snapshot
+    caf::actor cache() const { return cache_; }        // null when the caches are off
+    // What start-up did that an operator should read (caches loaded, set aside, turned off).
+    const std::vector<std::string> &notes() const { return notes_; }
     const tokenizer &tok() const { return *tok_; }
     const llama_model &model() const { return *model_; }
     const scheduler_settings &settings() const { return settings_; }
@@ -81,7 +88,8 @@ private:
     std::shared_ptr<const llama_model> model_;
     std::shared_ptr<const tokenizer> tok_;
     std::shared_ptr<const chat_template> tmpl_;
-    caf::actor executor_, scheduler_, metrics_;
+    caf::actor executor_, scheduler_, metrics_, cache_;
+    std::vector<std::string> notes_;
 };
 
 } // namespace actorserve

@@ -548,6 +548,7 @@ public:
         c.runtime.max_seqs = 16;
         c.runtime.step_tokens = 256;
         c.runtime.kv_capacity_mib = 64;
+        c.runtime.cache.enabled = false; // the cache tests turn it on
         return c;
     }
 

@@ -1,0 +1,82 @@
+// The cache actor: the answer caches (cache/exact_cache.h, cache/semantic_cache.h) in front of
+// the scheduler. A session asks it before submitting; a hit is answered from the caches without
+// touching an executor, a miss goes on to the scheduler and its answer is stored once complete.
+//
+//   session -> cache  (lookup_atom, cache_query)    => cache_reply (sent back, never dropped)
+//   session -> cache  (store_atom, cache_store)     a finished answer ("stop" or "length")
+//   cache   -> self   (save_atom)                   every settings.save_interval_s, if changed
+//   cache   -> metrics cache_metrics                after every lookup and store
+//
+// Exact: the rendered prompt (whitespace normalised), the model and every parameter that can
+// change the answer. Semantic: only a first question (no earlier turns), looked up by the
+// meaning of its last user message within the scope model + system prompt + parameters, and
+// passed by the near-miss guard.
+//
+// Backpressure: the actor has its own thread (embedding a question takes milliseconds) and a
+// mailbox limit. Over the limit a lookup is answered at once with `bypass` (the request goes on
+// to the scheduler, which has its own limits) and a store is dropped; both are counted in the
+// metrics, never silent. The caches are saved to settings.dir on that interval and when the
+// actor exits; a corrupt file found at start-up is set aside (cache/persist.h).
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cache/request_key.h"
+#include "cache/semantic_cache.h"
+
+namespace actorserve {
+
+using lookup_atom = caf::atom_constant<caf::atom("lookup")>;
+using store_atom = caf::atom_constant<caf::atom("store")>;
+using save_atom = caf::atom_constant<caf::atom("save")>;
+
+struct cache_settings {
+    bool enabled = false;                 // the runtime API: off unless asked (the server turns it on)
+    cache_limits exact;                   // entries, bytes, TTL of the exact cache
+    bool semantic = true;                 // needs embed_model_dir
+    semantic_settings sem;                // threshold, index kind, guard, limits
+    std::string embed_model_dir = "models/all-MiniLM-L6-v2";
+    std::string dir;                      // where the caches persist; "": memory only
+    int save_interval_s = 60;
+    size_t mailbox_limit = 1024;
+};
+
+struct cache_query {
+    int64_t gen_id = 0;
+    std::string prompt;                   // the rendered prompt (or the raw one)
+    generation_params params;
+    bool allow_sampled = false;           // the client opted a sampled request in
+    bool semantic_ok = false;             // a first question: no earlier turns, one user message
+    std::string system_prompt;            // with semantic_ok
+    std::string question;                 // with semantic_ok: the user message
+};
+
+struct cache_reply {
+    enum kind_t : uint8_t { miss, exact, semantic, bypass } kind = miss;
+    int64_t gen_id = 0;
+    cached_answer answer;                 // exact, semantic
+    float similarity = 0.0f;              // exact: 1; semantic: the cosine
+    std::vector<float> vec;               // miss with semantic_ok: the question's embedding,
+                                          // handed back with the store
+};
+
+struct cache_store {
+    cache_query query;
+    std::vector<float> vec;
+    cached_answer answer;
+};
+
+// Built by the runtime: loads the saved caches and the embedding model (what it did goes to
+// `notes`, one line each, for the log) and spawns the actor on its own thread.
+caf::actor spawn_cache(caf::actor_system &sys, const cache_settings &s, const std::string &model_name,
+                       caf::actor metrics, std::vector<std::string> &notes);
+
+} // namespace actorserve
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorserve::cache_query)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorserve::cache_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorserve::cache_store)
