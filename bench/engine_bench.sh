@@ -6,8 +6,13 @@
 #          llama-cpp-python drives one sequence)
 # Prints the median of RUNS runs of each and the ratios.
 #
+# ISAS="avx2 avx512vnni" measures ours once per kernel level in every run (ACTORSERVE_SIMD,
+# see docs/engine.md; a level above the CPU's runs as the CPU's, and the table says which
+# ran), so the levels are compared on the same machine state; the default is the CPU's own.
+#
 # Needs build/bin/engine_bench (scripts/build.sh) and .refvenv/ (scripts/gen_reference.sh).
-# Environment: MODEL, THREADS [2], RUNS [5], SEQS [1,4,8,16,32], SKIP_LLAMACPP=1.
+# Environment: MODEL, THREADS [2], RUNS [5], SEQS [1,4,8,16,32], ISAS [""], SKIP_LLAMACPP=1,
+# BIN, REFVENV.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +23,7 @@ SEQS="${SEQS:-1,4,8,16,32}"
 BIN="${BIN:-build/bin/engine_bench}"
 REFVENV="${REFVENV:-.refvenv}"
 SKIP_LLAMACPP="${SKIP_LLAMACPP:-0}"
+read -r -a isas <<< "${ISAS:-default}"
 
 [[ -f "$MODEL" ]] || { echo "engine_bench: no model at $MODEL (run scripts/setup.sh)" >&2; exit 1; }
 [[ -x "$BIN" ]] || { echo "engine_bench: no $BIN (run scripts/build.sh)" >&2; exit 1; }
@@ -27,33 +33,51 @@ fi
 
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
+# ours at one kernel level ("default": whatever the CPU gives)
+ours() {
+  local isa="$1"; shift
+  if [[ "$isa" == default ]]; then "$BIN" "$@"; else ACTORSERVE_SIMD="$isa" "$BIN" "$@"; fi
+}
 for ((r = 1; r <= RUNS; r++)); do
   echo "run $r/$RUNS" >&2
-  "$BIN" --model "$MODEL" --threads "$THREADS" --what pp | sed 's/^/ours /' >>"$out"
-  "$BIN" --model "$MODEL" --threads "$THREADS" --what tg | sed 's/^/ours /' >>"$out"
+  for isa in "${isas[@]}"; do
+    ours "$isa" --model "$MODEL" --threads "$THREADS" --what pp | sed 's/^/ours /' >>"$out"
+    ours "$isa" --model "$MODEL" --threads "$THREADS" --what tg | sed 's/^/ours /' >>"$out"
+  done
   if [[ "$SKIP_LLAMACPP" != 1 ]]; then
     "$REFVENV/bin/python" bench/llamacpp_bench.py --model "$MODEL" --threads "$THREADS" 2>/dev/null | sed 's/^/llama.cpp /' >>"$out"
   fi
-  "$BIN" --model "$MODEL" --threads "$THREADS" --what batch --seqs "$SEQS" | sed 's/^/ours /' >>"$out"
+  for isa in "${isas[@]}"; do
+    ours "$isa" --model "$MODEL" --threads "$THREADS" --what batch --seqs "$SEQS" | sed 's/^/ours /' >>"$out"
+  done
 done
 
 python3 - "$out" "$THREADS" "$RUNS" <<'PY'
 import json, statistics, sys
-rows = {}
+rows, isas = {}, []
 for line in open(sys.argv[1]):
     who, js = line.split(" ", 1)
     r = json.loads(js)
+    if who == "ours":
+        who = f"actorserve[{r['isa']}]"
+        if who not in isas: isas.append(who)
     key = r["test"] if r["test"] != "batch" else f"batch{r['seqs']}"
     if key == "tg": key = "tg128"
     rows.setdefault((who, key), []).append(r["tok_s"])
 med = {k: statistics.median(v) for k, v in rows.items()}
 print(f"engine_bench: threads={sys.argv[2]} runs={sys.argv[3]} (medians, tokens/s)")
 for key in ("pp512", "tg128"):
-    ours, ref = med.get(("ours", key)), med.get(("llama.cpp", key))
-    line = f"  {key:8s} actorserve {ours:8.1f}"
-    if ref: line += f"   llama.cpp {ref:8.1f}   ratio {ours / ref:5.2f}"
-    print(line)
-single = med.get(("ours", "tg128"))
-for k in sorted((k for k in med if k[1].startswith("batch")), key=lambda k: int(k[1][5:])):
-    print(f"  {k[1]:8s} actorserve {med[k]:8.1f}   x single-sequence {med[k] / single:5.2f}")
+    ref = med.get(("llama.cpp", key))
+    for who in isas:
+        ours = med[(who, key)]
+        line = f"  {key:8s} {who:24s} {ours:8.1f}"
+        if ref: line += f"   llama.cpp {ref:8.1f}   ratio {ours / ref:5.2f}"
+        if who != isas[0]: line += f"   x {isas[0]} {ours / med[(isas[0], key)]:5.2f}"
+        print(line)
+for who in isas:
+    single = med.get((who, "tg128"))
+    for k in sorted((k for k in med if k[0] == who and k[1].startswith("batch")), key=lambda k: int(k[1][5:])):
+        line = f"  {k[1]:8s} {who:24s} {med[k]:8.1f}   x single-sequence {med[k] / single:5.2f}"
+        if who != isas[0]: line += f"   x {isas[0]} {med[k] / med[(isas[0], k[1])]:5.2f}"
+        print(line)
 PY

@@ -1,7 +1,9 @@
 #include "engine/quants.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <immintrin.h>
@@ -431,16 +433,62 @@ bool cpu_has_avx2() {
     return has;
 }
 
-bool use_avx2() {
-    static const bool use = [] {
-        const char *env = std::getenv("ACTORSERVE_SIMD");
-        if (env && std::strcmp(env, "ref") == 0) return false;
-        return cpu_has_avx2();
-    }();
-    return use;
+bool cpu_has_avx512() {
+    static const bool has = cpu_has_avx2() && __builtin_cpu_supports("avx512f") &&
+                            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+    return has;
 }
 
-const char *simd_level() { return use_avx2() ? "avx2" : "ref"; }
+bool cpu_has_avx512vnni() {
+    static const bool has = cpu_has_avx512() && __builtin_cpu_supports("avx512vnni");
+    return has;
+}
+
+const char *simd_isa_name(simd_isa isa) {
+    switch (isa) {
+    case simd_isa::ref: return "ref";
+    case simd_isa::avx2: return "avx2";
+    case simd_isa::avx512: return "avx512";
+    case simd_isa::avx512vnni: return "avx512vnni";
+    }
+    return "ref";
+}
+
+simd_isa cpu_simd_isa() {
+    if (cpu_has_avx512vnni()) return simd_isa::avx512vnni;
+    if (cpu_has_avx512()) return simd_isa::avx512;
+    if (cpu_has_avx2()) return simd_isa::avx2;
+    return simd_isa::ref;
+}
+
+simd_isa choose_simd_isa(simd_isa cpu, const char *request, bool *unknown) {
+    if (unknown) *unknown = false;
+    // AVX-512 without VNNI runs only when asked for: its kernels measured slower than AVX2's
+    // (docs/engine.md), and the two give the same bits
+    const simd_isa best = cpu == simd_isa::avx512 ? simd_isa::avx2 : cpu;
+    if (request == nullptr || *request == '\0') return best;
+    for (simd_isa isa : {simd_isa::ref, simd_isa::avx2, simd_isa::avx512, simd_isa::avx512vnni})
+        if (std::strcmp(request, simd_isa_name(isa)) == 0) return std::min(isa, cpu);
+    if (unknown) *unknown = true;
+    return best;
+}
+
+simd_isa selected_simd_isa() {
+    static const simd_isa isa = [] {
+        const char *env = std::getenv("ACTORSERVE_SIMD");
+        bool unknown = false;
+        const simd_isa chosen = choose_simd_isa(cpu_simd_isa(), env, &unknown);
+        if (unknown)
+            std::fprintf(stderr, "actorserve: ACTORSERVE_SIMD=%s is not one of ref, avx2, avx512, avx512vnni; using %s\n",
+                         env, simd_isa_name(chosen));
+        return chosen;
+    }();
+    return isa;
+}
+
+bool use_avx2() { return selected_simd_isa() >= simd_isa::avx2; }
+
+const char *simd_level() { return simd_isa_name(selected_simd_isa()); }
 
 void activation_scales(tensor_type t, const void *x, int64_t n, float *xd) {
     const int64_t nb = n / QK;
@@ -473,26 +521,41 @@ template <dot_fn F> void cols_by_dot(int64_t n, const void *w, const void *x, si
 }
 } // namespace
 
+namespace {
+// One kernel per level for a format: the variant of the selected level.
+template <class F> F pick(F ref, F avx2, F avx512, F avx512vnni) {
+    switch (selected_simd_isa()) {
+    case simd_isa::avx512vnni: return avx512vnni;
+    case simd_isa::avx512: return avx512;
+    case simd_isa::avx2: return avx2;
+    default: return ref;
+    }
+}
+} // namespace
+
 dot_cols_fn dot_cols_kernel(tensor_type weight) {
-    const bool v = use_avx2();
     switch (weight) {
-    case tensor_type::q4_0: return v ? cols_q4_0_q8_0_avx2 : cols_by_dot<dot_q4_0_q8_0_ref>;
-    case tensor_type::q4_1: return v ? cols_q4_1_q8_1_avx2 : cols_by_dot<dot_q4_1_q8_1_ref>;
-    case tensor_type::q8_0: return v ? cols_q8_0_q8_0_avx2 : cols_by_dot<dot_q8_0_q8_0_ref>;
-    case tensor_type::f16: return v ? cols_by_dot<dot_f16_f16_avx2> : cols_by_dot<dot_f16_f16_ref>;
-    case tensor_type::f32: return v ? cols_by_dot<dot_f32_f32_avx2> : cols_by_dot<dot_f32_f32_ref>;
+    case tensor_type::q4_0:
+        return pick<dot_cols_fn>(cols_by_dot<dot_q4_0_q8_0_ref>, cols_q4_0_q8_0_avx2, cols_q4_0_q8_0_avx512, cols_q4_0_q8_0_avx512vnni);
+    case tensor_type::q4_1:
+        return pick<dot_cols_fn>(cols_by_dot<dot_q4_1_q8_1_ref>, cols_q4_1_q8_1_avx2, cols_q4_1_q8_1_avx512, cols_q4_1_q8_1_avx512vnni);
+    case tensor_type::q8_0:
+        return pick<dot_cols_fn>(cols_by_dot<dot_q8_0_q8_0_ref>, cols_q8_0_q8_0_avx2, cols_q8_0_q8_0_avx512, cols_q8_0_q8_0_avx512vnni);
+    case tensor_type::f16:
+        return use_avx2() ? cols_by_dot<dot_f16_f16_avx2> : cols_by_dot<dot_f16_f16_ref>;
+    case tensor_type::f32:
+        return use_avx2() ? cols_by_dot<dot_f32_f32_avx2> : cols_by_dot<dot_f32_f32_ref>;
     default: return nullptr;
     }
 }
 
 dot_fn dot_kernel(tensor_type weight) {
-    const bool v = use_avx2();
     switch (weight) {
-    case tensor_type::q4_0: return v ? dot_q4_0_q8_0_avx2 : dot_q4_0_q8_0_ref;
-    case tensor_type::q4_1: return v ? dot_q4_1_q8_1_avx2 : dot_q4_1_q8_1_ref;
-    case tensor_type::q8_0: return v ? dot_q8_0_q8_0_avx2 : dot_q8_0_q8_0_ref;
-    case tensor_type::f16: return v ? dot_f16_f16_avx2 : dot_f16_f16_ref;
-    case tensor_type::f32: return v ? dot_f32_f32_avx2 : dot_f32_f32_ref;
+    case tensor_type::q4_0: return pick<dot_fn>(dot_q4_0_q8_0_ref, dot_q4_0_q8_0_avx2, dot_q4_0_q8_0_avx512, dot_q4_0_q8_0_avx512vnni);
+    case tensor_type::q4_1: return pick<dot_fn>(dot_q4_1_q8_1_ref, dot_q4_1_q8_1_avx2, dot_q4_1_q8_1_avx512, dot_q4_1_q8_1_avx512vnni);
+    case tensor_type::q8_0: return pick<dot_fn>(dot_q8_0_q8_0_ref, dot_q8_0_q8_0_avx2, dot_q8_0_q8_0_avx512, dot_q8_0_q8_0_avx512vnni);
+    case tensor_type::f16: return use_avx2() ? dot_f16_f16_avx2 : dot_f16_f16_ref;
+    case tensor_type::f32: return use_avx2() ? dot_f32_f32_avx2 : dot_f32_f32_ref;
     default: return nullptr;
     }
 }

@@ -78,16 +78,51 @@ void cols_q4_1_q8_1_avx2(int64_t n, const void *w, const void *x, size_t x_strid
 void cols_q8_0_q8_0_avx2(int64_t n, const void *w, const void *x, size_t x_stride, const float *xd, int n_cols, float *out);
 // One quantized activation row (Q8_0 or Q8_1, n elements) -> its scales (n/QK, 2): d, s (0 for Q8_0).
 void activation_scales(tensor_type t, const void *x, int64_t n, float *xd);
+// The multi-column kernel for a weight type at selected_simd_isa().
 dot_cols_fn dot_cols_kernel(tensor_type weight);
 
-// The kernel for a weight type, chosen once from what the CPU reports
-// (ACTORSERVE_SIMD=ref in the environment forces the references).
+// AVX-512 variants (quants_avx512.cpp): 256-bit AVX-512VL/BW steps, vpdpbusd in the
+// *_avx512vnni ones, maddubs + madd in the *_avx512 ones; bit-identical to the AVX2 kernels.
+float dot_q4_0_q8_0_avx512(int64_t n, const void *w, const void *x);
+float dot_q4_1_q8_1_avx512(int64_t n, const void *w, const void *x);
+float dot_q8_0_q8_0_avx512(int64_t n, const void *w, const void *x);
+float dot_q4_0_q8_0_avx512vnni(int64_t n, const void *w, const void *x);
+float dot_q4_1_q8_1_avx512vnni(int64_t n, const void *w, const void *x);
+float dot_q8_0_q8_0_avx512vnni(int64_t n, const void *w, const void *x);
+void cols_q4_0_q8_0_avx512(int64_t n, const void *w, const void *x, size_t x_stride, const float *xd, int n_cols, float *out);
+void cols_q4_1_q8_1_avx512(int64_t n, const void *w, const void *x, size_t x_stride, const float *xd, int n_cols, float *out);
+void cols_q8_0_q8_0_avx512(int64_t n, const void *w, const void *x, size_t x_stride, const float *xd, int n_cols, float *out);
+void cols_q4_0_q8_0_avx512vnni(int64_t n, const void *w, const void *x, size_t x_stride, const float *xd, int n_cols, float *out);
+void cols_q4_1_q8_1_avx512vnni(int64_t n, const void *w, const void *x, size_t x_stride, const float *xd, int n_cols, float *out);
+void cols_q8_0_q8_0_avx512vnni(int64_t n, const void *w, const void *x, size_t x_stride, const float *xd, int n_cols, float *out);
+
+// Instruction set levels, each including the ones before it:
+//   ref         portable C++ only
+//   avx2        + AVX2, FMA, F16C: every SIMD kernel of the engine
+//   avx512      + AVX-512 F, BW, VL: the quantized dots above (the rest stays AVX2)
+//   avx512vnni  + AVX-512 VNNI: the same dots with vpdpbusd
+enum class simd_isa : uint8_t { ref, avx2, avx512, avx512vnni };
+const char *simd_isa_name(simd_isa isa);
+// The highest level this CPU reports (cpuid, through __builtin_cpu_supports).
+simd_isa cpu_simd_isa();
+// The level to run on a CPU whose highest is `cpu`: `request` (ACTORSERVE_SIMD: "ref", "avx2",
+// "avx512", "avx512vnni") lowered to what the CPU has; with no request (null or empty) the
+// default, which is `cpu` except that avx512 without VNNI runs only when asked for (measured
+// slower than avx2; see docs/engine.md). An unknown name sets *unknown and gives the default.
+simd_isa choose_simd_isa(simd_isa cpu, const char *request, bool *unknown = nullptr);
+// choose_simd_isa(cpu_simd_isa(), getenv("ACTORSERVE_SIMD")), decided once per process (an
+// unknown name is reported once on stderr). Every dispatcher in the engine asks this.
+simd_isa selected_simd_isa();
+
+// The kernel for a weight type at selected_simd_isa(). F16 and F32 weights keep the AVX2 dots
+// on the AVX-512 levels: a 16-lane sum would change their summation order.
 dot_fn dot_kernel(tensor_type weight);
-// Whether the AVX2 kernels run (the CPU has AVX2, FMA and F16C, and ACTORSERVE_SIMD is not
-// "ref"); decided once. Every dispatcher in the engine asks this.
+// Whether the AVX2 kernels run (selected level avx2 or above).
 bool use_avx2();
-// "avx2" or "ref": what use_avx2 decided, for display.
+// simd_isa_name(selected_simd_isa()), for display.
 const char *simd_level();
 bool cpu_has_avx2();
+bool cpu_has_avx512();     // F, BW, VL (and AVX2, FMA, F16C)
+bool cpu_has_avx512vnni(); // and VNNI
 
 } // namespace actorserve

@@ -62,8 +62,9 @@ const llama_model &model() {
 
 TEST_CASE("golden: logits after each prompt and greedy continuations match llama.cpp") {
     // The fixture was made with llama.cpp's AVX2 kernels; our bit-for-bit agreement holds for
-    // the same instruction set.
-    REQUIRE_MESSAGE(std::string(simd_level()) == "avx2", "reference kernels are not llama.cpp's order");
+    // our AVX2 kernels and for the AVX-512 ones, which give the AVX2 kernels' bits.
+    MESSAGE("kernels: " << std::string(simd_level()));
+    REQUIRE_MESSAGE(std::string(simd_level()) != "ref", "reference kernels are not llama.cpp's order");
     const std::vector<golden_prompt> prompts = load_fixture();
     REQUIRE(prompts.size() >= 8);
     for (const golden_prompt &g : prompts) {

@@ -109,12 +109,179 @@ TEST_CASE("kernels: each AVX2 dot matches its reference within kTolDot, odd size
     }
 }
 
-TEST_CASE("kernels: dot_kernel dispatches to the SIMD variant on an AVX2 CPU") {
-    if (cpu_has_avx2() && std::getenv("ACTORSERVE_SIMD") == nullptr) {
-        CHECK(reinterpret_cast<void *>(dot_kernel(tensor_type::q4_1)) == reinterpret_cast<void *>(dot_q4_1_q8_1_avx2));
-        CHECK(std::string(simd_level()) == "avx2");
+TEST_CASE("kernels: dot_kernel dispatches to the CPU's default level") {
+    if (std::getenv("ACTORSERVE_SIMD") == nullptr) {
+        const simd_isa isa = choose_simd_isa(cpu_simd_isa(), nullptr);
+        CHECK(isa == (cpu_simd_isa() == simd_isa::avx512 ? simd_isa::avx2 : cpu_simd_isa()));
+        CHECK(selected_simd_isa() == isa);
+        CHECK(std::string(simd_level()) == simd_isa_name(isa));
+        const dot_fn expected = isa == simd_isa::avx512vnni ? dot_q4_1_q8_1_avx512vnni
+                                : isa == simd_isa::avx512   ? dot_q4_1_q8_1_avx512
+                                : isa == simd_isa::avx2     ? dot_q4_1_q8_1_avx2
+                                                            : dot_q4_1_q8_1_ref;
+        CHECK(reinterpret_cast<void *>(dot_kernel(tensor_type::q4_1)) == reinterpret_cast<void *>(expected));
+        // F16 weights keep the AVX2 order on every SIMD level
+        if (isa != simd_isa::ref)
+            CHECK(reinterpret_cast<void *>(dot_kernel(tensor_type::f16)) == reinterpret_cast<void *>(dot_f16_f16_avx2));
+    } else {
+        MESSAGE("ACTORSERVE_SIMD is set: the default dispatch is not checked in this run");
     }
     CHECK(reinterpret_cast<void *>(dot_kernel(tensor_type::q4_k)) == nullptr);
+}
+
+TEST_CASE("kernels: ACTORSERVE_SIMD lowers the level, never raises it above the CPU's") {
+    bool unknown = true;
+    CHECK(choose_simd_isa(simd_isa::avx512vnni, nullptr, &unknown) == simd_isa::avx512vnni);
+    CHECK(!unknown);
+    CHECK(choose_simd_isa(simd_isa::avx512vnni, "", &unknown) == simd_isa::avx512vnni);
+    CHECK(choose_simd_isa(simd_isa::avx512vnni, "avx2") == simd_isa::avx2);
+    CHECK(choose_simd_isa(simd_isa::avx512vnni, "avx512") == simd_isa::avx512);
+    CHECK(choose_simd_isa(simd_isa::avx512vnni, "ref") == simd_isa::ref);
+    CHECK(choose_simd_isa(simd_isa::avx2, "avx512vnni") == simd_isa::avx2);
+    CHECK(choose_simd_isa(simd_isa::ref, "avx2") == simd_isa::ref);
+    // AVX-512 without VNNI only on request
+    CHECK(choose_simd_isa(simd_isa::avx512, nullptr) == simd_isa::avx2);
+    CHECK(choose_simd_isa(simd_isa::avx512, "avx512") == simd_isa::avx512);
+    CHECK(choose_simd_isa(simd_isa::avx512, "avx512vnni") == simd_isa::avx512);
+    CHECK(choose_simd_isa(simd_isa::avx512vnni, "AVX2", &unknown) == simd_isa::avx512vnni);
+    CHECK(unknown);
+}
+
+namespace {
+
+// The AVX-512 levels this CPU can run, each with its three dots and three multi-column
+// kernels; the levels it cannot run are named in a MESSAGE so that a skipped check is visible.
+struct avx512_kernels {
+    const char *name;
+    dot_fn q4_0, q4_1, q8_0;
+    dot_cols_fn cols_q4_0, cols_q4_1, cols_q8_0;
+};
+std::vector<avx512_kernels> runnable_avx512_levels() {
+    std::vector<avx512_kernels> out;
+    if (cpu_has_avx512())
+        out.push_back({"avx512", dot_q4_0_q8_0_avx512, dot_q4_1_q8_1_avx512, dot_q8_0_q8_0_avx512,
+                       cols_q4_0_q8_0_avx512, cols_q4_1_q8_1_avx512, cols_q8_0_q8_0_avx512});
+    else
+        MESSAGE("SKIPPED: this CPU lacks AVX-512 F/BW/VL, so the avx512 kernels were not run");
+    if (cpu_has_avx512vnni())
+        out.push_back({"avx512vnni", dot_q4_0_q8_0_avx512vnni, dot_q4_1_q8_1_avx512vnni, dot_q8_0_q8_0_avx512vnni,
+                       cols_q4_0_q8_0_avx512vnni, cols_q4_1_q8_1_avx512vnni, cols_q8_0_q8_0_avx512vnni});
+    else
+        MESSAGE("SKIPPED: this CPU lacks AVX-512 VNNI, so the avx512vnni kernels were not run");
+    return out;
+}
+
+// Block counts for the AVX-512 tests: 1 (only the one-block tail), odd and even counts, and
+// the model's row lengths.
+const int kBlockedSizes[] = {32, 64, 96, 160, 576, 1536, 32 * 37};
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
+
+} // namespace
+
+TEST_CASE("kernels: each AVX-512 dot matches its reference within kTolDot, odd block counts too") {
+    for (const avx512_kernels &k : runnable_avx512_levels()) {
+        CAPTURE(k.name);
+        const std::pair<tensor_type, std::pair<dot_fn, dot_fn>> pairs[] = {
+            {tensor_type::q4_0, {dot_q4_0_q8_0_ref, k.q4_0}},
+            {tensor_type::q4_1, {dot_q4_1_q8_1_ref, k.q4_1}},
+            {tensor_type::q8_0, {dot_q8_0_q8_0_ref, k.q8_0}},
+        };
+        for (const auto &[type, fns] : pairs) {
+            for (int n : kBlockedSizes) {
+                CAPTURE(tensor_type_name(type));
+                CAPTURE(n);
+                const std::vector<float> w = wave(n, 0.3f), x = wave(n, 1.7f);
+                const std::vector<uint8_t> wq = make_weight(type, w);
+                std::vector<uint8_t> xq(row_bytes(activation_type(type), n));
+                quantize_row(activation_type(type), x.data(), xq.data(), n);
+                const float r = fns.first(n, wq.data(), xq.data());
+                const float s = fns.second(n, wq.data(), xq.data());
+                CHECK(std::fabs(r - s) <= kTolDot * std::fmax(1.0f, std::fabs(r)) * static_cast<float>(n));
+            }
+        }
+    }
+}
+
+TEST_CASE("kernels: AVX-512 dots and multi-column kernels are bit-identical to AVX2's") {
+    // The golden and batch-invariance promises rest on this: the AVX-512 path must give the
+    // AVX2 path's bits (llama.cpp's order), for every column count and both scale sources.
+    if (!cpu_has_avx2()) {
+        MESSAGE("SKIPPED: this CPU lacks AVX2, so there is no AVX2 result to compare with");
+        return;
+    }
+    for (const avx512_kernels &k : runnable_avx512_levels()) {
+        CAPTURE(k.name);
+        struct row { tensor_type type; dot_fn avx2, simd; dot_cols_fn cols; };
+        const row rows[] = {
+            {tensor_type::q4_0, dot_q4_0_q8_0_avx2, k.q4_0, k.cols_q4_0},
+            {tensor_type::q4_1, dot_q4_1_q8_1_avx2, k.q4_1, k.cols_q4_1},
+            {tensor_type::q8_0, dot_q8_0_q8_0_avx2, k.q8_0, k.cols_q8_0},
+        };
+        for (const row &rw : rows) {
+            for (int n : kBlockedSizes) {
+                CAPTURE(tensor_type_name(rw.type));
+                CAPTURE(n);
+                const tensor_type at = activation_type(rw.type);
+                const std::vector<uint8_t> wq = make_weight(rw.type, wave(n, 0.4f));
+                const size_t xs = row_bytes(at, n);
+                const size_t nd = static_cast<size_t>(n / QK * 2);
+                std::vector<uint8_t> xq(xs * kMaxCols);
+                std::vector<float> xd(nd * kMaxCols);
+                for (int c = 0; c < kMaxCols; ++c) {
+                    const std::vector<float> x = wave(n, 1.0f + 0.7f * static_cast<float>(c));
+                    quantize_row(at, x.data(), xq.data() + c * xs, n);
+                    activation_scales(at, xq.data() + c * xs, n, xd.data() + c * nd);
+                }
+                for (int c = 0; c < kMaxCols; ++c) {
+                    const float a = rw.avx2(n, wq.data(), xq.data() + c * xs);
+                    CHECK(same_bits(a, rw.simd(n, wq.data(), xq.data() + c * xs)));
+                }
+                for (int nc = 1; nc <= kMaxCols; ++nc) {
+                    float a[kMaxCols], s[kMaxCols], s_blocks[kMaxCols];
+                    dot_cols_fn avx2_cols = rw.type == tensor_type::q4_0   ? cols_q4_0_q8_0_avx2
+                                            : rw.type == tensor_type::q4_1 ? cols_q4_1_q8_1_avx2
+                                                                           : cols_q8_0_q8_0_avx2;
+                    avx2_cols(n, wq.data(), xq.data(), xs, xd.data(), nc, a);
+                    rw.cols(n, wq.data(), xq.data(), xs, xd.data(), nc, s);
+                    rw.cols(n, wq.data(), xq.data(), xs, nullptr, nc, s_blocks);
+                    for (int c = 0; c < nc; ++c) {
+                        CHECK(same_bits(a[c], s[c]));
+                        CHECK(same_bits(a[c], s_blocks[c]));
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("kernels: AVX-512 integer steps do not saturate at the extremes of each format") {
+    // Products at their largest: Q8_0 weights of +-127 against activations of -+127 (the
+    // i16 pairs of maddubs reach 2 * 127 * 127), Q4 nibbles 0 and 15 against +-127.
+    for (const avx512_kernels &k : runnable_avx512_levels()) {
+        CAPTURE(k.name);
+        const int n = 96;
+        std::vector<block_q8_0> w8(n / QK), x8(n / QK);
+        std::vector<block_q8_1> x81(n / QK);
+        std::vector<block_q4_0> w40(n / QK);
+        std::vector<block_q4_1> w41(n / QK);
+        for (int b = 0; b < n / QK; ++b) {
+            w8[b].d = x8[b].d = x81[b].d = w40[b].d = w41[b].d = fp32_to_fp16(1.0f);
+            w41[b].m = 0;
+            int sum = 0;
+            for (int j = 0; j < QK; ++j) {
+                const int sgn = ((j + b) % 3 == 0) ? -1 : 1;
+                w8[b].qs[j] = static_cast<int8_t>(127 * sgn);
+                x8[b].qs[j] = x81[b].qs[j] = static_cast<int8_t>(-127 * sgn * (j % 2 == 0 ? 1 : -1));
+                sum += x81[b].qs[j];
+            }
+            x81[b].s = fp32_to_fp16(static_cast<float>(sum));
+            for (int j = 0; j < QK / 2; ++j) w40[b].qs[j] = w41[b].qs[j] = static_cast<uint8_t>(j % 2 == 0 ? 0x0f : 0xf0);
+        }
+        CHECK(k.q8_0(n, w8.data(), x8.data()) == dot_q8_0_q8_0_ref(n, w8.data(), x8.data()));
+        CHECK(k.q4_0(n, w40.data(), x8.data()) == dot_q4_0_q8_0_ref(n, w40.data(), x8.data()));
+        CHECK(k.q4_1(n, w41.data(), x81.data()) == dot_q4_1_q8_1_ref(n, w41.data(), x81.data()));
+    }
 }
 
 TEST_CASE("quants: Q8_0 round trip is within half a step; the all-zero block has scale 0") {
