@@ -138,7 +138,9 @@ void openai_request::on_data(std::string_view payload) {
         if (const auto *det = usage.if_contains("prompt_tokens_details"); det && det->is_object())
             rec_.cached_tokens = int_field(det->get_object(), "cached_tokens");
     }
-    if (const auto *c = chunk.if_contains("cached"); c && c->is_bool() && c->get_bool()) rec_.cached = true;
+    if (const auto *c = chunk.if_contains("cached");
+        c && ((c->is_bool() && c->get_bool()) || (c->is_string() && !c->get_string().empty())))
+        rec_.cached = true;
 }
 
 void openai_request::end_of_body() {

@@ -104,7 +104,9 @@ void ws_request::on_event(const std::string &text) {
             rec_.cached_tokens = num("cached_tokens");
             rec_.output_tokens = num("completion_tokens");
         }
-        if (const auto *c = ev.if_contains("cached"); c && c->is_bool()) rec_.cached = c->get_bool();
+        // The server says which cache answered ("cached": "exact" / "semantic"); a bool is read too.
+        if (const auto *c = ev.if_contains("cached"))
+            rec_.cached = c->is_bool() ? c->get_bool() : c->is_string() && !c->get_string().empty();
         finish(kOk);
     } else if (t == "error") {
         const auto *code = ev.if_contains("code");
