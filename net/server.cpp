@@ -23,6 +23,10 @@ void do_accept(const std::shared_ptr<server_impl> &s) {
             if (ec == asio::error::operation_aborted || !s->acceptor->is_open()) return; // shutting down
             spdlog::warn("accept failed: {}", ec.message());
         } else {
+            // Events are small writes that should leave at once: without this, Nagle's algorithm
+            // holds a write back until the peer's delayed ACK (about 40 ms on Linux).
+            beast::error_code nd;
+            socket.set_option(tcp::no_delay(true), nd);
             const bool refuse = s->connections.load() >= s->cfg.max_connections;
             std::make_shared<http_session>(std::move(socket), s, refuse)->run();
         }
