@@ -4,7 +4,7 @@
 //   offset  size  field
 //        0     8  magic "ASCACHE\0"
 //        8     4  format version (kCacheFormatVersion)
-//       12     4  kind (1 exact, 2 semantic)
+//       12     4  kind (1 exact, 2 semantic, 3 knowledge base: rag/knowledge_base.h)
 //       16     8  payload length in bytes
 //       24     8  SipHash-2-4 (64-bit) of the payload
 //       32     n  payload, laid out by the cache that wrote it (docs/cache.md)
@@ -25,7 +25,7 @@
 namespace actorserve {
 
 inline constexpr uint32_t kCacheFormatVersion = 1;
-enum class cache_file_kind : uint32_t { exact = 1, semantic = 2 };
+enum class cache_file_kind : uint32_t { exact = 1, semantic = 2, rag = 3 };
 
 // What a load did, for the log line at start-up.
 struct cache_load_report {
