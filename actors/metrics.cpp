@@ -81,6 +81,7 @@ caf::behavior metrics_actor(caf::event_based_actor *self, std::chrono::milliseco
             s.tokens_per_s = span > 0 ? n / span : 0.0;
         },
         [st](const cache_metrics &c) { st->snap.cache = c; },
+        [st](const rag_metrics &r) { st->snap.rag = r; },
         [st](get_atom) { return st->snap; },
     };
 }

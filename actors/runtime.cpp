@@ -85,6 +85,15 @@ std::unique_ptr<runtime> runtime::start(caf::actor_system &sys, const runtime_co
         rt->cfg_.model_name += ":" + std::to_string(ec ? 0 : size);
         rt->cache_ = spawn_cache(sys, cfg.cache, rt->cfg_.model_name, rt->metrics_, rt->notes_);
     }
+    if (cfg.rag.enabled) {
+        // Asked for retrieval and unable to embed: refuse to start rather than serve requests
+        // that would all fail.
+        rt->rag_ = spawn_rag(sys, cfg.rag, rt->metrics_, rt->notes_);
+        if (!rt->rag_) {
+            err = rt->notes_.empty() ? "rag: cannot start" : rt->notes_.back();
+            return nullptr;
+        }
+    }
     return rt;
 }
 
@@ -93,10 +102,20 @@ runtime::~runtime() {
     caf::anon_send_exit(executor_, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(metrics_, caf::exit_reason::user_shutdown);
     if (cache_) caf::anon_send_exit(cache_, caf::exit_reason::user_shutdown);
+    if (rag_) caf::anon_send_exit(rag_, caf::exit_reason::user_shutdown);
 }
 
 caf::actor runtime::open_session() {
-    session_config sc{tok_, tmpl_, settings_.n_ctx, cfg_.max_request_bytes, cache_};
+    session_config sc;
+    sc.tok = tok_;
+    sc.tmpl = tmpl_;
+    sc.n_ctx = settings_.n_ctx;
+    sc.max_request_bytes = cfg_.max_request_bytes;
+    sc.cache = cache_;
+    sc.rag = rag_;
+    sc.rag_top_k = cfg_.rag.default_top_k;
+    sc.rag_budget_tokens = cfg_.rag.budget_tokens;
+    sc.retry_after_ms = cfg_.retry_after_ms;
     return spawn_session(sys_, sc, scheduler_);
 }
 

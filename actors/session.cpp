@@ -6,9 +6,11 @@
 
 #include "actors/cache_actor.h"
 #include "actors/protocol.h"
+#include "actors/rag_actor.h"
 #include "actors/scheduler.h"
 #include "engine/stop_filter.h"
 #include "engine/utf8.h"
+#include "rag/prompt.h"
 
 namespace actorserve {
 
@@ -37,13 +39,17 @@ struct session_st {
         std::optional<cache_query> query; // cacheable: what was looked up, stored on completion
         std::vector<float> vec;           // the question's embedding (a semantic miss)
         std::optional<gen_request> held;  // submitted once the cache has answered
-        bool cancel_held = false;         // cancelled while the cache was asked
+        bool cancel_held = false;         // cancelled while the cache (or the RAG actor) was asked
         int n_prompt = 0;
+        // retrieval
+        std::optional<chat_request> searching; // waiting for the RAG actor's passages
+        std::vector<rag_source> sources;  // the passages the prompt gave, for chat_done
     };
     session_config cfg;
     caf::actor scheduler;
     std::vector<chat_message> turns;
     std::optional<active> cur;
+    bool rag_lost = false;                // the RAG actor this session was given has exited
 };
 
 using self_ptr = caf::stateful_actor<session_st> *;
@@ -102,6 +108,7 @@ void finish(self_ptr self, const gen_event &e) {
     d.text = a.text;
     d.usage = {e.n_prompt, e.n_cached, e.n_generated};
     d.ttft_ms = a.ttft_ms < 0 ? 0.0 : a.ttft_ms;
+    d.sources = std::move(a.sources);
     if (d.finish_reason != "cancelled" && !a.raw) {
         st.turns.insert(st.turns.end(), a.asked.begin(), a.asked.end());
         st.turns.push_back({"assistant", a.text});
@@ -205,11 +212,136 @@ std::optional<problem> check(const chat_request &r, const session_config &cfg) {
     return std::nullopt;
 }
 
+// The request in flight (st.cur, client monitored) is checked: render what the model is shown
+// (`shown`: the earlier turns and this request's messages, passages added with retrieval),
+// check it fits the context, and ask the caches or submit.
+void submit(self_ptr self, chat_request &r, std::vector<chat_message> shown) {
+    auto &st = self->state;
+    auto &a = *st.cur;
+    const std::string rendered = r.raw ? r.messages[0].content : st.cfg.tmpl->render(shown, true);
+    std::vector<int32_t> prompt = encode_prompt(*st.cfg.tok, rendered);
+    if (static_cast<int>(prompt.size()) >= st.cfg.n_ctx) {
+        std::string m = "prompt has ";
+        m += std::to_string(prompt.size());
+        m += " tokens";
+        if (r.rag) m += " with the retrieved passages";
+        m += ", the context has room for ";
+        m += std::to_string(st.cfg.n_ctx - 1);
+        m += " plus one generated token";
+        send_error(self, a.client, a.client_id, errc::exceed_context, std::move(m));
+        return end_request(self);
+    }
+    // A grounded answer depends on the knowledge base, which changes: never cached.
+    if (!r.rag) a.query = cache_query_for(st, r, rendered, a.gen_id);
+    a.n_prompt = static_cast<int>(prompt.size());
+    a.asked = std::move(r.messages);
+    a.raw = r.raw;
+    a.stop = stop_filter(std::move(r.stop));
+    gen_request g{a.gen_id, std::move(prompt), r.sampling, r.max_tokens};
+    if (a.query) {
+        a.held = std::move(g);
+        self->send(st.cfg.cache, lookup_atom::value, *a.query);
+        return;
+    }
+    self->send(st.scheduler, submit_atom::value, std::move(g));
+}
+
+// The conversation as the model sees it with the passages: the citation instructions appended
+// to the leading system message (or a system message of their own), the fenced passages before
+// the question in the last user message.
+std::vector<chat_message> with_passages(const std::vector<chat_message> &turns, const std::vector<chat_message> &asked,
+                                        const rag_prompt &p) {
+    std::vector<chat_message> all = turns;
+    all.insert(all.end(), asked.begin(), asked.end());
+    if (!p.instructions.empty()) {
+        if (all.front().role == "system") {
+            all.front().content += "\n\n";
+            all.front().content += p.instructions;
+        } else {
+            all.insert(all.begin(), chat_message{"system", p.instructions});
+        }
+    }
+    if (!p.context.empty()) {
+        std::string q = p.context;
+        q += "\n\nQuestion: ";
+        q += all.back().content;
+        all.back().content = std::move(q);
+    }
+    return all;
+}
+
+void on_passages(self_ptr self, int64_t gen_id, rag_search_reply &rep);
+
+// Sends the request's search; the reply (or the RAG actor's failure) comes to on_passages.
+void ask_rag(self_ptr self) {
+    auto &st = self->state;
+    const chat_request &r = *st.cur->searching;
+    const rag_options &o = *r.rag;
+    rag_search s;
+    s.req.query = r.messages.back().content;
+    s.req.top_k = o.top_k ? o.top_k : st.cfg.rag_top_k;
+    s.req.filters = o.filters;
+    s.req.mode = o.mode;
+    const int64_t gen_id = st.cur->gen_id;
+    // A search is milliseconds; the timeout only guards against a knowledge base that hangs.
+    self->request(st.cfg.rag, std::chrono::seconds(60), std::move(s))
+        .then([self, gen_id](rag_search_reply &rep) { on_passages(self, gen_id, rep); },
+              [self, gen_id](caf::error &e) {
+                  rag_search_reply rep;
+                  rep.code = errc::internal;
+                  rep.error = "retrieval (rag) failed: ";
+                  rep.error += e == caf::sec::request_receiver_down ? "the knowledge base stopped" : caf::to_string(e);
+                  on_passages(self, gen_id, rep);
+              });
+}
+
+void on_passages(self_ptr self, int64_t gen_id, rag_search_reply &rep) {
+    auto &st = self->state;
+    if (!st.cur || st.cur->gen_id != gen_id || !st.cur->searching) return;
+    auto &a = *st.cur;
+    if (a.client_gone) return end_request(self);
+    if (a.cancel_held) {
+        chat_done d;
+        d.id = a.client_id;
+        d.finish_reason = "cancelled";
+        self->send(a.client, std::move(d));
+        return end_request(self);
+    }
+    chat_request r = std::move(*a.searching);
+    a.searching.reset();
+    if (!rep.ok) {
+        send_error(self, a.client, a.client_id, rep.code, std::move(rep.error),
+                   rep.code == errc::overloaded ? st.cfg.retry_after_ms : 0);
+        return end_request(self);
+    }
+    const size_t budget = r.rag->budget_tokens ? r.rag->budget_tokens : st.cfg.rag_budget_tokens;
+    auto tok = st.cfg.tok;
+    // cost: one tokenization of each passage kept (and of the fenced text); the model's
+    // tokenizer, so that the budget is what the prompt really spends.
+    const rag_prompt p = build_rag_prompt(rep.passages, budget,
+                                          [tok](std::string_view text) { return tok->encode(text, false).size(); });
+    for (size_t i = 0; i < p.cited.size(); ++i) {
+        const passage &c = p.cited[i];
+        rag_source src;
+        src.number = static_cast<int>(i + 1);
+        src.chunk_id = c.chunk_id;
+        src.doc_id = c.doc_id;
+        src.source = c.source;
+        src.title = c.title;
+        src.heading = c.heading;
+        src.score = c.score;
+        src.flagged = looks_like_injection(c.text);
+        a.sources.push_back(std::move(src));
+    }
+    submit(self, r, with_passages(st.turns, r.messages, p));
+}
+
 caf::behavior session_actor(self_ptr self, session_config cfg, caf::actor scheduler) {
     self->state.cfg = std::move(cfg);
     self->state.scheduler = scheduler;
     self->monitor(scheduler);
     if (self->state.cfg.cache) self->monitor(self->state.cfg.cache);
+    if (self->state.cfg.rag) self->monitor(self->state.cfg.rag);
     self->set_down_handler([self](caf::down_msg &dm) {
         auto &st = self->state;
         if (dm.source == st.scheduler.address()) {
@@ -225,6 +357,11 @@ caf::behavior session_actor(self_ptr self, session_config cfg, caf::actor schedu
                 miss.gen_id = st.cur->gen_id;
                 self->send(self, std::move(miss));
             }
+        } else if (st.cfg.rag && dm.source == st.cfg.rag.address()) {
+            // Retrieval is gone: later rag requests are refused by name; a search in flight
+            // fails through its request (request_receiver_down) and is answered with an error.
+            st.cfg.rag = caf::actor{};
+            st.rag_lost = true;
         } else if (st.cur && dm.source == st.cur->client.address() && !st.cur->stopped) {
             self->send(st.scheduler, cancel_atom::value, st.cur->gen_id); // nobody to stream to
             st.cur->stopped = true;
@@ -244,41 +381,42 @@ caf::behavior session_actor(self_ptr self, session_config cfg, caf::actor schedu
                 send_error(self, client, r.id, bad->code, std::move(bad->message));
                 return;
             }
-            std::string rendered;
-            if (r.raw) {
-                rendered = r.messages[0].content;
-            } else {
-                std::vector<chat_message> all = st.turns;
-                all.insert(all.end(), r.messages.begin(), r.messages.end());
-                rendered = st.cfg.tmpl->render(all, true);
-            }
-            std::vector<int32_t> prompt = encode_prompt(*st.cfg.tok, rendered);
-            if (static_cast<int>(prompt.size()) >= st.cfg.n_ctx) {
-                send_error(self, client, r.id, errc::exceed_context,
-                           "prompt has " + std::to_string(prompt.size()) + " tokens, the context has room for " +
-                               std::to_string(st.cfg.n_ctx - 1) + " plus one generated token");
-                return;
-            }
             session_st::active a;
             a.client_id = r.id;
             a.gen_id = next_gen_id++;
-            a.query = cache_query_for(st, r, rendered, a.gen_id);
-            a.n_prompt = static_cast<int>(prompt.size());
             a.client = client;
-            a.asked = std::move(r.messages);
-            a.raw = r.raw;
-            a.stop = stop_filter(std::move(r.stop));
             a.t0 = clock_type::now();
-            self->monitor(client);
-            gen_request g{a.gen_id, std::move(prompt), r.sampling, r.max_tokens};
-            if (a.query) {
-                a.held = std::move(g);
-                self->send(st.cfg.cache, lookup_atom::value, *a.query);
+            if (r.rag) {
+                if (!st.cfg.rag) {
+                    send_error(self, client, r.id, errc::invalid_request,
+                               st.rag_lost ? "retrieval (rag) is unavailable: the knowledge base stopped"
+                                           : "retrieval (rag) is not enabled on this server");
+                    return;
+                }
+                if (r.raw) {
+                    send_error(self, client, r.id, errc::invalid_request, "rag needs chat messages, not a raw prompt");
+                    return;
+                }
+                if (r.messages.back().role != "user") {
+                    std::string m = "rag searches with the last message, which must be the user's; it is the ";
+                    m += r.messages.back().role;
+                    m += "'s";
+                    send_error(self, client, r.id, errc::invalid_request, std::move(m));
+                    return;
+                }
+                self->monitor(client);
+                a.searching = std::move(r);
                 st.cur = std::move(a);
-                return;
+                return ask_rag(self);
             }
+            self->monitor(client);
             st.cur = std::move(a);
-            self->send(st.scheduler, submit_atom::value, std::move(g));
+            std::vector<chat_message> all;
+            if (!r.raw) {
+                all = st.turns;
+                all.insert(all.end(), r.messages.begin(), r.messages.end());
+            }
+            submit(self, r, std::move(all));
         },
         [self](cache_reply &r) {
             auto &st = self->state;
@@ -303,7 +441,7 @@ caf::behavior session_actor(self_ptr self, session_config cfg, caf::actor schedu
         [self](cancel_atom, int64_t client_id) {
             auto &st = self->state;
             if (!st.cur || st.cur->client_id != client_id) return;
-            if (st.cur->held) st.cur->cancel_held = true; // answered when the cache replies
+            if (st.cur->held || st.cur->searching) st.cur->cancel_held = true; // answered when the cache (or RAG actor) replies
             else self->send(st.scheduler, cancel_atom::value, st.cur->gen_id);
         },
         [self](const gen_event &e) {

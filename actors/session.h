@@ -4,6 +4,7 @@
 //
 //   client -> session: chat_request, (cancel_atom, id)        see include/actorserve/messages.h
 //   scheduler -> session: gen_event
+//   session -> rag: rag_search                               => rag_search_reply
 //
 // One request at a time: another chat_request while one runs gets errc::busy. The prompt of
 // every turn is the whole conversation; the scheduler's prefix cache makes the earlier turns
@@ -12,6 +13,13 @@
 // With caches (session_config::cache), a cacheable request asks the cache actor first: a hit is
 // streamed to the client from the cached text, in word-sized deltas, and a miss is submitted
 // with the question's embedding kept, so that its answer can be stored when it completes.
+//
+// With retrieval (chat_request.rag, session_config::rag), the last user message is first sent to
+// the RAG actor as a search; the passages found are fenced into the prompt (rag/prompt.h): the
+// instructions to cite them appended to the system message, the passages before the question.
+// The conversation keeps the user's message as asked, without the passages, and chat_done lists
+// the passages as sources. Such a request never uses the answer caches: its answer depends on
+// the knowledge base, which changes.
 #pragma once
 
 #include <caf/all.hpp>
@@ -29,6 +37,10 @@ struct session_config {
     int n_ctx = 2048;            // the scheduler's; a longer prompt is refused here, by name
     size_t max_request_bytes = 1 << 20; // message text per request
     caf::actor cache;            // the answer caches (actors/cache_actor.h); null: none
+    caf::actor rag;              // retrieval (actors/rag_actor.h); null: chat_request.rag is refused
+    size_t rag_top_k = 4;        // passages asked for when the request leaves top_k at 0
+    size_t rag_budget_tokens = 1024; // model tokens of passages, when the request leaves it at 0
+    int retry_after_ms = 1000;   // the hint given with an overloaded knowledge base
 };
 
 caf::actor spawn_session(caf::actor_system &sys, const session_config &cfg, caf::actor scheduler);

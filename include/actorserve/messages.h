@@ -19,11 +19,30 @@
 #include "engine/chat_template.h"
 #include "engine/sampler.h"
 #include "include/actorserve/errc.h"
+#include "rag/knowledge_base.h"
 
 namespace actorserve {
 
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using get_atom = caf::atom_constant<caf::atom("get")>;
+
+// Retrieval for one chat request (docs/rag.md): passages from the runtime's knowledge base are
+// numbered into the prompt and the answer is asked to cite them.
+struct rag_options {
+    size_t top_k = 0;                     // 0: the runtime's default
+    search_filters filters;
+    retrieval_mode mode = retrieval_mode::hybrid;
+    size_t budget_tokens = 0;             // 0: the runtime's default
+};
+
+// A passage the prompt gave the model, as the answer may cite it: "[number]".
+struct rag_source {
+    int number = 0;                       // 1-based, as numbered in the prompt
+    uint64_t chunk_id = 0;
+    std::string doc_id, source, title, heading;
+    float score = 0.0f;
+    bool flagged = false;                 // its text read as instructions and was quoted as data
+};
 
 struct chat_request {
     int64_t id = 0;                       // the client's; echoed in every event of this request
@@ -36,6 +55,7 @@ struct chat_request {
     std::optional<bool> cache = std::nullopt; // the runtime's caches (docs/cache.md): unset, only a
                                           // greedy request may be answered from them and stored;
                                           // false, neither; true, a sampled one too (opt-in)
+    std::optional<rag_options> rag = std::nullopt; // ground the answer in retrieved passages
 };
 
 struct chat_delta {
@@ -58,6 +78,7 @@ struct chat_done {
     std::string cached;                   // "exact" or "semantic" when the caches answered
     float similarity = 0.0f;              // with cached: the question's cosine to the cached
                                           // one (1 for exact)
+    std::vector<rag_source> sources;      // with rag: the passages given, in prompt order
 };
 
 struct chat_error {

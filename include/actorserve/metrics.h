@@ -77,6 +77,18 @@ struct cache_metrics {
     uint64_t bytes_exact = 0, bytes_semantic = 0;
 };
 
+struct rag_metrics {
+    bool enabled = false;
+    uint64_t documents = 0, chunks = 0;   // gauges: what the knowledge base holds
+    uint64_t searches = 0;                // searches answered (HTTP and chat)
+    uint64_t search_errors = 0;           // refused as a caller's mistake
+    uint64_t overloaded = 0;              // refused: a mailbox over its limit
+    uint64_t documents_added = 0, documents_replaced = 0, documents_unchanged = 0;
+    uint64_t documents_rejected = 0, documents_deleted = 0;
+    uint64_t chunks_embedded = 0;
+    histogram search_ms{request_buckets_ms()};  // search latency, embedding the query included
+};
+
 struct metrics_snapshot {
     // gauges, as of the scheduler's last report: after every step, and at once when it refuses
     // or ends a request while no step is due
@@ -105,9 +117,11 @@ struct metrics_snapshot {
     histogram e2e_ms{request_buckets_ms()}, queue_ms{request_buckets_ms()};
     histogram step_ms{step_buckets_ms()}, batch_size{batch_size_buckets()};
     cache_metrics cache;
+    rag_metrics rag;
 };
 
 } // namespace actorserve
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorserve::metrics_snapshot)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorserve::cache_metrics)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorserve::rag_metrics)

@@ -10,8 +10,9 @@
 //   self->send(chat, actorserve::chat_request{1, {{"user", "Hello"}}});
 //   // -> chat_delta{1, "Hi"} ... chat_done{1, "stop", ...}   (or one chat_error)
 //
-// Actors: one scheduler, one executor per device (the CPU today), one metrics actor, and a
-// session per conversation; docs/architecture.md shows who owns what.
+// Actors: one scheduler, one executor per device (the CPU today), one metrics actor, a session
+// per conversation, and when enabled the cache actor and the RAG actor (with its ingest
+// worker); docs/architecture.md shows who owns what.
 #pragma once
 
 #include <caf/all.hpp>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "actors/cache_actor.h"
+#include "actors/rag_actor.h"
 #include "actors/scheduler.h"
 #include "engine/model.h"
 #include "engine/tokenizer.h"
@@ -45,6 +47,7 @@ struct runtime_config {
     int retry_after_ms = 1000;
     size_t max_request_bytes = 1 << 20;
     cache_settings cache;           // the answer caches; off unless cache.enabled
+    rag_runtime_settings rag;       // retrieval (the RAG actor); off unless rag.enabled
     std::string model_name;         // names the model to the caches; "": the file's stem
 
     // The scheduler's settings these imply for a model (KV blocks from the capacity).
@@ -60,8 +63,9 @@ public:
     // With this they wait on a condition variable and are woken by the next message instead.
     static void tune(caf::actor_system_config &cfg);
 
-    // Loads the model and spawns the scheduler, the CPU executor and the metrics actor.
-    // nullptr and err = "<what>: <problem>" on a bad model or bad settings.
+    // Loads the model and spawns the scheduler, the CPU executor and the metrics actor (and the
+    // cache and RAG actors when enabled). nullptr and err = "<what>: <problem>" on a bad model,
+    // bad settings, or retrieval enabled without a usable embedding model.
     static std::unique_ptr<runtime> start(caf::actor_system &sys, const runtime_config &cfg, std::string &err);
     // Stops the runtime's actors; open sessions then end too, answering a request in flight
     // with errc::internal "the runtime stopped".
@@ -73,7 +77,9 @@ public:
     caf::actor scheduler() const { return scheduler_; }
     caf::actor metrics() const { return metrics_; }   // (get_atom) => metrics_snapshot
     caf::actor cache() const { return cache_; }        // null when the caches are off
-    // What start-up did that an operator should read (caches loaded, set aside, turned off).
+    caf::actor rag() const { return rag_; }            // null when retrieval is off (actors/rag_actor.h)
+    // What start-up did that an operator should read (caches and knowledge base loaded, set
+    // aside, turned off).
     const std::vector<std::string> &notes() const { return notes_; }
     const tokenizer &tok() const { return *tok_; }
     const llama_model &model() const { return *model_; }
@@ -88,7 +94,7 @@ private:
     std::shared_ptr<const llama_model> model_;
     std::shared_ptr<const tokenizer> tok_;
     std::shared_ptr<const chat_template> tmpl_;
-    caf::actor executor_, scheduler_, metrics_, cache_;
+    caf::actor executor_, scheduler_, metrics_, cache_, rag_;
     std::vector<std::string> notes_;
 };
 
