@@ -32,6 +32,9 @@ chat_service::start(std::optional<std::string> session_id, chat_request req, boo
     runtime *rt = rt_.load();
     if (!rt) return service_error{errc::overloaded, "the model is still loading", 1000};
     if (draining_) return service_error{errc::overloaded, "the server is shutting down", 0};
+    if (req.rag && !rt->rag())
+        return service_error{errc::not_found, "rag: retrieval is not enabled on this server ([rag] enabled = false, "
+                                              "or its embedding model did not load)"};
     const auto now = clock::now();
 
     std::unique_lock<std::mutex> lk(mu_);

@@ -79,10 +79,10 @@ bool load_config_file(const std::string &path, server_config &cfg, std::string &
         err = path + ":" + std::to_string(e.source().begin.line) + ": " + std::string(e.description());
         return false;
     }
-    static const std::set<std::string> tables{"server", "sessions", "model", "scheduler", "cache"};
+    static const std::set<std::string> tables{"server", "sessions", "model", "scheduler", "cache", "rag"};
     for (const auto &[k, v] : root)
         if (!tables.count(std::string(k.str()))) {
-            err = path + ": [" + std::string(k.str()) + "] is not a settings table (server, sessions, model, scheduler, cache)";
+            err = path + ": [" + std::string(k.str()) + "] is not a settings table (server, sessions, model, scheduler, cache, rag)";
             return false;
         }
     std::string e;
@@ -166,6 +166,31 @@ bool load_config_file(const std::string &path, server_config &cfg, std::string &
         c.sem.limits.ttl_ms = c.exact.ttl_ms;
         t.done();
     }
+    {
+        table_reader t(root, "rag", e);
+        rag_runtime_settings &r = cfg.runtime.rag;
+        t.get<bool>("enabled", r.enabled);
+        t.get<std::string>("file", r.file);
+        t.get<int64_t>("chunk_tokens", r.kb.chunking.max_tokens);
+        t.get<int64_t>("overlap_tokens", r.kb.chunking.overlap_tokens);
+        t.get<double>("k1", r.kb.bm25.k1);
+        t.get<double>("b", r.kb.bm25.b);
+        std::string fusion = r.kb.fusion == fusion_kind::weighted ? "weighted" : "rrf";
+        t.get<std::string>("fusion", fusion);
+        if (fusion == "rrf") r.kb.fusion = fusion_kind::rrf;
+        else if (fusion == "weighted") r.kb.fusion = fusion_kind::weighted;
+        else if (e.empty()) e = "[rag] fusion must be \"rrf\" or \"weighted\", got \"" + fusion + "\"";
+        t.get<double>("rrf_k", r.kb.rrf_k);
+        t.get<double>("bm25_weight", r.kb.bm25_weight);
+        t.get<double>("dense_weight", r.kb.dense_weight);
+        t.get<int64_t>("candidates", r.kb.candidates);
+        t.get<int64_t>("top_k", r.default_top_k);
+        t.get<int64_t>("budget_tokens", r.budget_tokens);
+        t.get<int64_t>("mailbox_limit", r.mailbox_limit);
+        t.get<int64_t>("max_body_bytes", cfg.rag_max_body_bytes);
+        t.get<std::string>("embed_model_dir", r.embed_model_dir);
+        t.done();
+    }
     if (!e.empty()) {
         err = path + ": " + e;
         return false;
@@ -202,6 +227,34 @@ bool validate(const server_config &c, std::string &err) {
             return bad("cache.max_mib and cache.semantic_max_mib must be >= 1");
         if (k.save_interval_s < 1) return bad("cache.save_interval_s must be >= 1");
         if (k.mailbox_limit < 1) return bad("cache.mailbox_limit must be >= 1");
+    }
+    const rag_runtime_settings &r = c.runtime.rag;
+    if (r.enabled) {
+        const size_t chunk = r.kb.chunking.max_tokens;
+        // all-MiniLM-L6-v2 reads 256 word pieces, [CLS] and [SEP] among them: a longer chunk
+        // would be embedded truncated, its end found by BM25 alone.
+        if (chunk < 16 || chunk > 254) return bad("rag.chunk_tokens must be in [16, 254], got " + std::to_string(chunk));
+        if (r.kb.chunking.overlap_tokens >= chunk)
+            return bad("rag.overlap_tokens must be below rag.chunk_tokens = " + std::to_string(chunk) + ", got " +
+                       std::to_string(r.kb.chunking.overlap_tokens));
+        if (!(r.kb.bm25.k1 >= 0.0f && r.kb.bm25.k1 <= 10.0f))
+            return bad("rag.k1 must be in [0, 10], got " + std::to_string(r.kb.bm25.k1));
+        if (!(r.kb.bm25.b >= 0.0f && r.kb.bm25.b <= 1.0f)) return bad("rag.b must be in [0, 1], got " + std::to_string(r.kb.bm25.b));
+        if (!(r.kb.rrf_k > 0.0f)) return bad("rag.rrf_k must be > 0, got " + std::to_string(r.kb.rrf_k));
+        if (!(r.kb.bm25_weight >= 0.0f) || !(r.kb.dense_weight >= 0.0f) || r.kb.bm25_weight + r.kb.dense_weight <= 0.0f)
+            return bad("rag.bm25_weight and rag.dense_weight must be >= 0 and not both 0");
+        if (r.default_top_k < 1 || r.default_top_k > r.kb.max_top_k)
+            return bad("rag.top_k must be in [1, " + std::to_string(r.kb.max_top_k) + "], got " + std::to_string(r.default_top_k));
+        if (r.kb.candidates < r.default_top_k || r.kb.candidates > 10000)
+            return bad("rag.candidates must be in [rag.top_k = " + std::to_string(r.default_top_k) + ", 10000], got " +
+                       std::to_string(r.kb.candidates));
+        if (r.budget_tokens < 16 || r.budget_tokens >= static_cast<size_t>(c.runtime.n_ctx))
+            return bad("rag.budget_tokens must be in [16, model.n_ctx = " + std::to_string(c.runtime.n_ctx) + "), got " +
+                       std::to_string(r.budget_tokens));
+        if (r.mailbox_limit < 1) return bad("rag.mailbox_limit must be >= 1");
+        if (c.rag_max_body_bytes < 1024)
+            return bad("rag.max_body_bytes must be >= 1024, got " + std::to_string(c.rag_max_body_bytes));
+        if (r.embed_model_dir.empty()) return bad("rag.embed_model_dir is not set (the embedding model is needed)");
     }
     return true;
 }

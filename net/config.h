@@ -34,16 +34,21 @@ struct server_config {
     int session_idle_s = 1800;                // a conversation with no request is forgotten after
     int max_sessions = 1024;
     int max_retained_requests = 1024;
-    // [model], [scheduler] and [cache]
+    // [rag], the part the network reads: POST /v1/rag/documents bodies up to this (other
+    // requests keep max_message_bytes); the rest of [rag] is runtime.rag
+    size_t rag_max_body_bytes = size_t{16} << 20;
+    // [model], [scheduler], [cache] and [rag]
     std::string model_name;                   // the id clients use; empty: the file name's stem
     runtime_config runtime = server_runtime_defaults();
 
-    // The runtime API keeps its caches off unless asked; a server has them on, saved under
-    // data/cache/ (relative to the working directory).
+    // The runtime API keeps its caches and retrieval off unless asked; a server has them on,
+    // saved under data/cache/ and data/rag/ (relative to the working directory).
     static runtime_config server_runtime_defaults() {
         runtime_config r;
         r.cache.enabled = true;
         r.cache.dir = "data/cache";
+        r.rag.enabled = true;
+        r.rag.file = "data/rag/knowledge.rag";
         return r;
     }
 };

@@ -9,6 +9,7 @@
 #include "include/actorserve/runtime.h"
 #include "net/auth.h"
 #include "net/prometheus.h"
+#include "net/rag_api.h"
 #include "net/static_files.h"
 #include "net/ws_session.h"
 
@@ -48,14 +49,34 @@ void http_session::run() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->do_read(); });
 }
 
+// The header first, then the body: documents for the knowledge base may be larger than any other
+// request ([rag] max_body_bytes against server.max_message_bytes), and which limit holds is
+// known only from the header. note: Beast checks Content-Length against the parser's limit as
+// the header completes, so the parser starts with the larger limit and on_header applies the
+// request's own.
 void http_session::do_read() {
     parser_.emplace();
-    parser_->body_limit(srv_->cfg.max_message_bytes);
+    const runtime *rt = srv_->service.rt();
+    const bool rag_on = rt ? static_cast<bool>(rt->rag()) : srv_->cfg.runtime.rag.enabled;
+    parser_->body_limit(std::max(srv_->cfg.max_message_bytes, rag_on ? srv_->cfg.rag_max_body_bytes : 0));
     parser_->header_limit(16 * 1024);
+    body_limit_ = srv_->cfg.max_message_bytes;
     // A refused connection gets a few seconds to say what it wants, nothing more.
     stream_.expires_after(std::chrono::seconds(refuse_ ? 5 : srv_->cfg.idle_timeout_s));
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
+}
+
+void http_session::on_header(beast::error_code ec) {
+    if (ec) return on_read(ec, 0);
+    const auto &req = parser_->get();
+    const runtime *rt = srv_->service.rt();
+    if (req.method() == http::verb::post && path_of(req.target()) == "/v1/rag/documents" && rt && rt->rag())
+        body_limit_ = srv_->cfg.rag_max_body_bytes;
+    if (auto len = parser_->content_length(); len && *len > body_limit_) return on_read(http::error::body_limit, 0);
+    parser_->body_limit(body_limit_); // what a chunked body may still bring
     http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, size_t n) { self->on_read(ec, n); });
+                     [self = shared_from_this()](beast::error_code e, size_t n) { self->on_read(e, n); });
 }
 
 void http_session::on_read(beast::error_code ec, size_t) {
@@ -71,8 +92,10 @@ void http_session::on_read(beast::error_code ec, size_t) {
         path_ = "?";
         t0_ = std::chrono::steady_clock::now();
         if (ec == http::error::body_limit)
-            return respond_error(errc::too_large, "the body is over the limit of " +
-                                                      std::to_string(srv_->cfg.max_message_bytes) + " bytes");
+            return respond_error(errc::too_large, "the body is over the limit of " + std::to_string(body_limit_) +
+                                                      (body_limit_ == srv_->cfg.max_message_bytes
+                                                           ? " bytes (server.max_message_bytes)"
+                                                           : " bytes (rag.max_body_bytes)"));
         if (ec == http::error::header_limit) return respond_error(errc::too_large, "the headers are over 16384 bytes");
         if (ec.category() == http::make_error_code(http::error::bad_target).category())
             return respond_error(errc::invalid_request, "malformed HTTP request: " + ec.message());
@@ -145,6 +168,7 @@ void http_session::route(request &&req) {
     if (path_ == "/v1/models" && get) return respond(http::status::ok, render_models(srv_->model_name, srv_->created));
     if (path_ == "/v1/chat/completions" && post) return start_completion(true, req);
     if (path_ == "/v1/completions" && post) return start_completion(false, req);
+    if (path_.rfind("/v1/rag/", 0) == 0) return route_rag(req);
     if (path_ == "/metrics" || path_ == "/v1/models" || path_ == "/v1/chat/completions" || path_ == "/v1/completions") {
         keep_alive_ = false;
         return respond(http::status::method_not_allowed,
@@ -194,6 +218,144 @@ void http_session::on_written(bool close, beast::error_code ec) {
         return srv_->remove(this);
     }
     do_read();
+}
+
+// --------------------------------------------------------------------- the retrieval API --
+
+namespace {
+
+rag_limits limits_of(const server_config &cfg) {
+    rag_limits l;
+    l.default_top_k = cfg.runtime.rag.default_top_k;
+    l.max_top_k = cfg.runtime.rag.kb.max_top_k;
+    l.max_documents = cfg.runtime.rag.max_ingest_documents;
+    return l;
+}
+
+} // namespace
+
+// A short-lived actor asks the RAG actor and ends with the answer; the answer reaches this
+// connection on its strand through the io_gate, which the actor holds instead of the connection
+// (see net/stream_waker.h): it never keeps a connection alive, and never posts to an io_context
+// that shutdown has destroyed. An error the actor sends (rag_error: overloaded) keeps its code;
+// another CAF error (the actor gone, the deadline passed) becomes a 503 or a 500.
+template <class Reply, class... Ts>
+void http_session::ask_rag(caf::actor rag, std::chrono::seconds timeout,
+                           std::function<void(http_session &, Reply &)> on_reply, Ts &&...msg) {
+    using handler = std::function<void(http_session &)>;
+    auto deliver = [w = weak_from_this(), gate = srv_->gate](handler f) {
+        gate->run([&] {
+            if (auto self = w.lock())
+                asio::post(self->stream_.get_executor(), [self, f = std::move(f)] {
+                    if (self->watching_) { // no write is pending: cancelling touches only the watch
+                        self->watching_ = false;
+                        beast::error_code ignored;
+                        self->stream_.socket().cancel(ignored);
+                    }
+                    f(*self);
+                });
+        });
+    };
+    const int retry_ms = srv_->cfg.runtime.retry_after_ms;
+    srv_->sys.spawn([rag = std::move(rag), timeout, deliver, on_reply = std::move(on_reply), retry_ms,
+                     args = std::make_tuple(std::forward<Ts>(msg)...)](caf::event_based_actor *self) mutable {
+        std::apply(
+            [&](auto &...a) {
+                self->request(rag, timeout, std::move(a)...)
+                    .then(
+                        [deliver, on_reply](Reply &r) {
+                            deliver([on_reply, r = std::move(r)](http_session &s) mutable { on_reply(s, r); });
+                        },
+                        [self, deliver, timeout, retry_ms](caf::error &e) {
+                            if (e.category() == caf::atom("actorserve")) { // rag_error: the actor refused
+                                const auto code = static_cast<errc>(e.code());
+                                std::string m = code == errc::overloaded
+                                                    ? "the knowledge base is busy: too many requests wait; retry later"
+                                                    : "the knowledge base refused the request (" + std::string(name(code)) + ")";
+                                return deliver([code, m, retry_ms](http_session &s) { s.respond_error(code, m, {}, retry_ms); });
+                            }
+                            if (e == caf::sec::request_timeout) {
+                                const std::string m = "the retrieval actor did not answer within " +
+                                                      std::to_string(timeout.count()) + " s";
+                                return deliver([m, retry_ms](http_session &s) {
+                                    s.respond_error(errc::overloaded, m, {}, retry_ms);
+                                });
+                            }
+                            const std::string m = "retrieval failed: " + self->system().render(e);
+                            deliver([m](http_session &s) { s.respond_error(errc::internal, m); });
+                        });
+            },
+            args);
+    });
+    // The pending watch is what keeps this connection alive until the answer comes (nothing
+    // else holds it meanwhile), and it notices a client that hangs up.
+    watch_peer();
+}
+
+void http_session::route_rag(const request &req) {
+    runtime *rt = srv_->service.rt();
+    if (!rt) return respond_error(errc::overloaded, "the model is still loading", {}, 1000);
+    caf::actor rag = rt->rag();
+    if (!rag)
+        return respond_error(errc::not_found, "retrieval is not enabled on this server ([rag] enabled = false, or its "
+                                              "embedding model did not load)");
+    const http::verb verb = req.method();
+    const int retry_ms = srv_->cfg.runtime.retry_after_ms;
+    auto not_allowed = [&](const char *allowed) {
+        keep_alive_ = false;
+        respond(http::status::method_not_allowed,
+                render_openai_error(errc::invalid_request, method_ + " is not allowed on " + path_.substr(0, 128) +
+                                                               " (use " + allowed + ")"));
+    };
+
+    if (path_ == "/v1/rag/documents") {
+        if (verb == http::verb::get)
+            return ask_rag<rag_status>(
+                rag, std::chrono::seconds(30),
+                [](http_session &s, rag_status &st) { s.respond(http::status::ok, render_rag_documents(st)); },
+                get_atom::value);
+        if (verb != http::verb::post) return not_allowed("GET or POST");
+        rag_ingest msg;
+        if (auto p = parse_rag_documents(parser_json_, req.body(), limits_of(srv_->cfg), msg.documents))
+            return respond_error(p->code, p->message, p->param);
+        // Embedding is the slow part (a few chunks per second per thread on a small CPU): the
+        // deadline is generous, and the reply comes when every document is committed and saved.
+        return ask_rag<rag_ingest_reply>(
+            rag, std::chrono::seconds(3600),
+            [retry_ms](http_session &s, rag_ingest_reply &r) {
+                if (!r.ok) return s.respond_error(r.code, r.error, {}, retry_ms);
+                s.respond(http::status::ok, render_rag_ingest(r));
+            },
+            std::move(msg));
+    }
+    if (path_.rfind("/v1/rag/documents/", 0) == 0) {
+        if (verb != http::verb::delete_) return not_allowed("DELETE");
+        auto id = percent_decode(std::string_view(path_).substr(std::string_view("/v1/rag/documents/").size()));
+        if (!id) return respond_error(errc::invalid_request, "the document id in the path has a malformed %-escape");
+        if (id->empty()) return respond_error(errc::invalid_request, "the document id in the path is empty");
+        return ask_rag<bool>(
+            rag, std::chrono::seconds(30),
+            [doc = *id](http_session &s, bool &deleted) {
+                if (!deleted) return s.respond_error(errc::not_found, "no document with id '" + doc.substr(0, 128) + "'");
+                s.respond(http::status::ok, render_rag_deleted(doc));
+            },
+            delete_atom::value, *id);
+    }
+    if (path_ == "/v1/rag/search") {
+        if (verb != http::verb::post) return not_allowed("POST");
+        rag_search msg;
+        if (auto p = parse_rag_search(parser_json_, req.body(), limits_of(srv_->cfg), msg.req))
+            return respond_error(p->code, p->message, p->param);
+        return ask_rag<rag_search_reply>(
+            rag, std::chrono::seconds(60),
+            [retry_ms](http_session &s, rag_search_reply &r) {
+                if (!r.ok) return s.respond_error(r.code, r.error, {}, retry_ms);
+                s.respond(http::status::ok, render_rag_search(r));
+            },
+            std::move(msg));
+    }
+    respond_error(errc::not_found, "nothing at " + method_ + " " + path_.substr(0, 128) +
+                                       " (retrieval: /v1/rag/documents, /v1/rag/documents/{id}, /v1/rag/search)");
 }
 
 // ------------------------------------------------------------------------ OpenAI answers --

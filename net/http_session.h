@@ -1,7 +1,7 @@
-// One HTTP/1.1 connection: routes each request (health, metrics, models, the OpenAI API, the web
-// page), hands WebSocket upgrades on /v1/ws to a ws_session, and streams OpenAI answers as
-// server-sent events. While a request is answered it watches the socket, so that a client that
-// goes away cancels its request.
+// One HTTP/1.1 connection: routes each request (health, metrics, models, the OpenAI API, the
+// retrieval API, the web page), hands WebSocket upgrades on /v1/ws to a ws_session, and streams
+// OpenAI answers as server-sent events. While a request is answered it watches the socket, so
+// that a client that goes away cancels its request.
 #pragma once
 
 #include <boost/asio.hpp>
@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -33,6 +34,7 @@ private:
     using request = http::request<http::string_body>;
 
     void do_read();
+    void on_header(beast::error_code ec);
     void on_read(beast::error_code ec, size_t n);
     void route(request &&req);
     void respond(http::status status, std::string body, std::string_view content_type = "application/json",
@@ -41,6 +43,13 @@ private:
     void on_written(bool close, beast::error_code ec);
 
     void start_completion(bool chat, const request &req);
+
+    // The retrieval API (net/rag_api.h). The RAG actor's answer comes back through ask_rag,
+    // never by blocking this connection's I/O thread.
+    void route_rag(const request &req);
+    template <class Reply, class... Ts>
+    void ask_rag(caf::actor rag, std::chrono::seconds timeout, std::function<void(http_session &, Reply &)> on_reply,
+                 Ts &&...msg);
     void pump();
     void write_raw(std::string bytes);
     void on_raw_written(beast::error_code ec);
@@ -57,6 +66,7 @@ private:
     bool keep_alive_ = true;
     bool shutting_down_ = false;
     bool busy_ = false; // a request is being answered
+    size_t body_limit_ = 0; // of the request being read
     std::string method_, path_;
     std::chrono::steady_clock::time_point t0_;
     simdjson::dom::parser parser_json_;

@@ -30,7 +30,7 @@ std::optional<request_problem> get_int(simdjson::dom::element v, std::string_vie
 std::optional<request_problem> get_number(simdjson::dom::element v, std::string_view key, double &out);
 
 // A sampling or length field shared by the WebSocket protocol and the OpenAI API (temperature,
-// top_p, top_k, min_p, repeat_penalty, seed, max_tokens, stop) into r. nullopt and handled =
+// top_p, top_k, min_p, repeat_penalty, seed, max_tokens, stop, cache, rag) into r. nullopt and handled =
 // false when `key` is none of them. Range problems are errc::unprocessable.
 std::optional<request_problem> read_generation_field(std::string_view key, simdjson::dom::element v,
                                                      chat_request &r, int max_tokens_limit, bool &handled);

@@ -2,6 +2,8 @@
 
 #include <boost/json.hpp>
 
+#include "net/rag_api.h"
+
 namespace actorserve {
 
 namespace {
@@ -16,6 +18,11 @@ void add_cached(boost::json::object &o, const stream_event &done) {
     if (done.cached.empty()) return;
     o["cached"] = done.cached;
     o["similarity"] = done.similarity;
+}
+
+// An extension too: with rag, the passages the answer was given, as its [n] citations number them.
+void add_sources(boost::json::object &o, const stream_event &done) {
+    if (!done.sources.empty()) o["sources"] = render_rag_sources(done.sources);
 }
 
 boost::json::object usage_json(const chat_usage &u) {
@@ -118,6 +125,7 @@ std::string render_openai_response(const openai_request &r, const std::string &i
                           {"choices", boost::json::array{std::move(choice)}},
                           {"usage", usage_json(done.usage)}};
     add_cached(o, done);
+    add_sources(o, done);
     return boost::json::serialize(o);
 }
 
@@ -145,7 +153,10 @@ std::string render_openai_chunk(const openai_request &r, const std::string &id, 
                           {"model", model},
                           {"choices", boost::json::array{std::move(choice)}}};
     if (r.include_usage) o["usage"] = nullptr;
-    if (e.kind == stream_event::done) add_cached(o, e);
+    if (e.kind == stream_event::done) {
+        add_cached(o, e);
+        add_sources(o, e);
+    }
     return boost::json::serialize(o);
 }
 

@@ -189,6 +189,32 @@ std::string render_prometheus(const metrics_snapshot &m, const server_stats &s, 
         e.model_count("actorserve_cache_bytes", c.bytes_semantic, "cache=\"semantic\"");
     }
 
+    if (m.rag.enabled) {
+        const rag_metrics &r = m.rag;
+        e.family("actorserve_rag_documents", "gauge", "Documents in the knowledge base.");
+        e.model_count("actorserve_rag_documents", r.documents);
+        e.family("actorserve_rag_chunks", "gauge", "Chunks (indexed passages) in the knowledge base.");
+        e.model_count("actorserve_rag_chunks", r.chunks);
+        e.family("actorserve_rag_searches_total", "counter", "Searches answered (HTTP and chat requests).");
+        e.model_count("actorserve_rag_searches_total", r.searches);
+        e.family("actorserve_rag_search_errors_total", "counter", "Searches refused as a caller's mistake.");
+        e.model_count("actorserve_rag_search_errors_total", r.search_errors);
+        e.family("actorserve_rag_overloaded_total", "counter", "Requests refused because a RAG mailbox was over its limit.");
+        e.model_count("actorserve_rag_overloaded_total", r.overloaded);
+        e.family("actorserve_rag_document_updates_total", "counter",
+                 "Documents offered, by outcome: added, replaced, unchanged, rejected; and deleted.");
+        const std::pair<const char *, uint64_t> docs[] = {
+            {"added", r.documents_added},       {"replaced", r.documents_replaced}, {"unchanged", r.documents_unchanged},
+            {"rejected", r.documents_rejected}, {"deleted", r.documents_deleted},
+        };
+        for (const auto &[name, n] : docs)
+            e.model_count("actorserve_rag_document_updates_total", n, std::string("outcome=\"") + name + "\"");
+        e.family("actorserve_rag_chunks_embedded_total", "counter", "Chunks embedded at ingestion.");
+        e.model_count("actorserve_rag_chunks_embedded_total", r.chunks_embedded);
+        e.histogram_family("actorserve_rag_search_duration_seconds",
+                           "Histogram of search latency in seconds, embedding the query included.", r.search_ms, ms);
+    }
+
     e.family("actorserve_open_connections", "gauge", "Open HTTP and WebSocket connections.");
     e.plain("actorserve_open_connections", s.open_connections);
     e.family("actorserve_websocket_connections", "gauge", "Open WebSocket connections.");

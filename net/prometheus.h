@@ -11,6 +11,12 @@
 //     actorserve_time_to_first_token_seconds, _inter_token_latency_seconds,
 //       _e2e_request_latency_seconds, _request_queue_time_seconds,
 //       _step_duration_seconds, _batch_size                                          histograms
+//   with label model_name, when retrieval is on (docs/rag.md):
+//     actorserve_rag_documents, _rag_chunks                                          gauges
+//     actorserve_rag_searches_total, _rag_search_errors_total, _rag_overloaded_total,
+//       _rag_document_updates_total{outcome="added|replaced|unchanged|rejected|deleted"},
+//       _rag_chunks_embedded_total                                                   counters
+//     actorserve_rag_search_duration_seconds                                         histogram
 //   without labels (the server):
 //     actorserve_open_connections, _websocket_connections, _retained_requests,
 //       _sessions, _ready                                                            gauges

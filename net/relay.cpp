@@ -55,6 +55,7 @@ caf::behavior relay_actor(self_ptr self, caf::actor session, chat_request req, s
             e.ttft_ms = d.ttft_ms;
             e.cached = d.cached;
             e.similarity = d.similarity;
+            e.sources = d.sources;
             e.total_ms = std::chrono::duration<double, std::milli>(request_stream::clock::now() -
                                                                    self->state.stream->created())
                              .count();

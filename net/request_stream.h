@@ -32,6 +32,7 @@ struct stream_event {
     int retry_after_ms = 0;         // error
     std::string cached;             // done: "exact" or "semantic" when the caches answered
     float similarity = 0.0f;        // done, with cached
+    std::vector<rag_source> sources; // done, with rag: the passages the prompt gave, numbered
     bool ends() const { return kind == done || kind == error; }
 };
 

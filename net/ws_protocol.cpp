@@ -2,6 +2,8 @@
 
 #include <boost/json.hpp>
 
+#include "net/rag_api.h"
+
 namespace actorserve {
 
 namespace {
@@ -115,6 +117,7 @@ std::string render_event(const request_stream &s, size_t event_id, const stream_
             o["cached"] = e.cached;
             o["similarity"] = e.similarity;
         }
+        if (!e.sources.empty()) o["sources"] = render_rag_sources(e.sources);
         break;
     }
     case stream_event::error:

@@ -1,5 +1,6 @@
 // actorserve: the command-line tool. Subcommands generate, chat, tokenize, info and perplexity
-// over one GGUF model on the CPU engine, embed over a sentence-embedding model. See docs/cli.md.
+// over one GGUF model on the CPU engine, embed over a sentence-embedding model, ingest and
+// rag-search over a knowledge base file, serve. See docs/cli.md.
 // This file sets up the parser and dispatches; each command lives in its own cmd_<name>.cpp.
 //
 // Exit codes: 0 success, 1 an error reported as "actorserve: error: <message>" (bad model,
@@ -72,6 +73,28 @@ int main(int argc, char **argv) {
     ppl_cmd->add_option("--chunks", ppl.chunks, "Chunks to score (default: all)");
     ppl_cmd->add_option("-t,--threads", ppl.threads, "Worker threads (default: physical cores)");
 
+    ingest_options ing;
+    CLI::App *ingest_cmd = app.add_subcommand("ingest", "Add documents (files, folders) to a knowledge base file for retrieval");
+    ingest_cmd->add_option("paths", ing.paths, "Files, and folders searched for .md, .markdown, .txt and .jsonl")->required();
+    ingest_cmd->add_option("--kb", ing.kb, "Knowledge base file ([rag] file)")->capture_default_str();
+    ingest_cmd->add_option("--chunk-tokens", ing.chunk_tokens, "Word pieces per chunk ([rag] chunk_tokens)")->capture_default_str();
+    ingest_cmd->add_option("--overlap", ing.overlap, "Word pieces repeated between chunks ([rag] overlap_tokens)")
+        ->capture_default_str();
+    ingest_cmd->add_option("-t,--threads", ing.threads, "Threads of the embedder")->capture_default_str();
+    ingest_cmd->add_option("--embed-model-dir", ing.embed_model_dir, "Sentence-embedding model folder ([rag] embed_model_dir)")
+        ->capture_default_str();
+
+    rag_search_options rs;
+    CLI::App *rs_cmd = app.add_subcommand("rag-search", "Search a knowledge base file and print passages with their scores");
+    rs_cmd->add_option("-q,--query", rs.query, "What to search for")->required();
+    rs_cmd->add_option("--kb", rs.kb, "Knowledge base file")->capture_default_str();
+    rs_cmd->add_option("-k,--top-k", rs.top_k, "Passages to print")->capture_default_str();
+    rs_cmd->add_option("--mode", rs.mode, "hybrid, bm25 or dense")->capture_default_str();
+    rs_cmd->add_option("--tag", rs.tags, "Only documents with this tag; repeatable (any of them)");
+    rs_cmd->add_option("--source", rs.sources, "Only documents from this source; repeatable (any of them)");
+    rs_cmd->add_option("-t,--threads", rs.threads, "Threads of the embedder")->capture_default_str();
+    rs_cmd->add_option("--embed-model-dir", rs.embed_model_dir, "Sentence-embedding model folder")->capture_default_str();
+
     serve_options srv;
     CLI::App *serve_cmd = app.add_subcommand("serve", "The network server: WebSocket chat, OpenAI-compatible HTTP, web page");
     serve_cmd->add_option("-c,--config", srv.config, "TOML settings file (see configs/actorserve.toml)");
@@ -110,6 +133,8 @@ int main(int argc, char **argv) {
         if (*info_cmd) return cmd_info(info);
         if (*ppl_cmd) return cmd_perplexity(ppl);
         if (*serve_cmd) return cmd_serve(srv);
+        if (*ingest_cmd) return cmd_ingest(ing);
+        if (*rs_cmd) return cmd_rag_search(rs);
     } catch (const std::bad_alloc &) {
         return fail("out of memory");
     } catch (const std::exception &e) {

@@ -62,6 +62,7 @@ int cmd_serve(const serve_options &o) {
     }
     for (const std::string &note : rt->notes()) spdlog::info("{}", note);
     if (!cfg.runtime.cache.enabled) spdlog::info("answer caches off ([cache] enabled = false)");
+    if (!cfg.runtime.rag.enabled) spdlog::info("retrieval off ([rag] enabled = false)");
     srv->attach(*rt);
 
     int sig = 0;

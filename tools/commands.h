@@ -60,6 +60,33 @@ struct perplexity_options {
 // Perplexity of the model over a text file, chunk by chunk as llama.cpp's perplexity tool.
 int cmd_perplexity(const perplexity_options &o);
 
+struct ingest_options {
+    std::vector<std::string> paths;            // files, and folders searched for .md .markdown .txt .jsonl
+    std::string kb = "data/rag/knowledge.rag";
+    size_t chunk_tokens = 200;
+    size_t overlap = 40;
+    int threads = 2;
+    std::string embed_model_dir = "models/all-MiniLM-L6-v2";
+};
+
+// Add documents to a knowledge base file (docs/rag.md): unchanged ones are skipped by content
+// hash, new and changed ones chunked and embedded, the file saved once at the end (atomically).
+// Exit 1 when any document was rejected.
+int cmd_ingest(const ingest_options &o);
+
+struct rag_search_options {
+    std::string query;
+    std::string kb = "data/rag/knowledge.rag";
+    size_t top_k = 5;
+    std::string mode = "hybrid";
+    std::vector<std::string> tags, sources;
+    int threads = 1;
+    std::string embed_model_dir = "models/all-MiniLM-L6-v2";
+};
+
+// Search a knowledge base file and print the passages with their scores.
+int cmd_rag_search(const rag_search_options &o);
+
 struct serve_options {
     std::string config;
     std::optional<std::string> host, port_file, model, api_keys, web_dir, log_level;

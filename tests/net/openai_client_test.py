@@ -260,6 +260,26 @@ def _():
     print(f"     {obj}")
 
 
+# ---------------------------------------------------------------- retrieval --
+@check("chat with extra_body rag: the answer carries the posted document as its source")
+def _():
+    doc = {"id": "etna", "source": "etna.md", "tags": ["geo"],
+           "text": "Mount Etna is an active stratovolcano on the east coast of Sicily."}
+    status, _, raw = http("POST", "/v1/rag/documents", json.dumps({"documents": [doc]}).encode(),
+                          {"Content-Type": "application/json"})
+    assert status == 200, f"POST /v1/rag/documents: status {status}: {raw[:300]!r}"
+    results = json.loads(raw)["results"]
+    assert [x["status"] for x in results] in (["added"], ["unchanged"]), f"results {results}"
+    r = client.chat.completions.create(
+        model=model_id(), messages=[{"role": "user", "content": "Where is Mount Etna?"}],
+        temperature=0, max_tokens=8, extra_body={"rag": {"top_k": 2}})
+    sources = (r.model_extra or {}).get("sources")
+    assert isinstance(sources, list) and sources, f"no sources in the response: {r.model_dump()}"
+    assert sources[0]["number"] == 1 and sources[0]["doc_id"] == "etna", f"sources {sources}"
+    assert sources[0]["source"] == "etna.md", f"sources {sources}"
+    print(f"     {len(sources)} sources; text: {r.choices[0].message.content!r}")
+
+
 # ------------------------------------------------------- health, metrics --
 @check("GET /health: 200 {\"status\": \"ok\"}")
 def _():

@@ -3,7 +3,8 @@
 #
 #   tests/net/run_server_test.sh SERVER_BIN MODEL TEST_SCRIPT [extra serve args...]
 #
-# Starts SERVER_BIN serve with configs/actorserve.toml (its caches kept in a temporary folder)
+# Starts SERVER_BIN serve with configs/actorserve.toml (its caches and knowledge base kept in a
+# temporary folder)
 # on 127.0.0.1 with an ephemeral port (it writes the
 # port it bound to a port file), waits until GET /health answers 200, runs
 # TEST_SCRIPT with the Python of .venv-test/ (scripts/test_venv.sh makes it)
@@ -76,11 +77,15 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# The shipped settings, with the answer caches kept in this run's temporary folder: a test
-# never sees answers cached by an earlier run.
+# The shipped settings, with the answer caches and the knowledge base kept in this run's
+# temporary folder: a test never sees answers cached, or documents ingested, by an earlier run.
 CONFIG="${TMP}/actorserve.toml"
-sed "s|^dir = \"data/cache\"|dir = \"${TMP}/cache\"|" "${ROOT}/configs/actorserve.toml" > "$CONFIG"
+sed -e "s|^dir = \"data/cache\"|dir = \"${TMP}/cache\"|" \
+    -e "s|^file = \"data/rag/knowledge.rag\"|file = \"${TMP}/rag/knowledge.rag\"|" \
+    "${ROOT}/configs/actorserve.toml" > "$CONFIG"
 grep -q "^dir = \"${TMP}/cache\"" "$CONFIG" || die "configs/actorserve.toml has no [cache] dir = \"data/cache\" line to redirect"
+grep -q "^file = \"${TMP}/rag/knowledge.rag\"" "$CONFIG" ||
+  die "configs/actorserve.toml has no [rag] file = \"data/rag/knowledge.rag\" line to redirect"
 
 say "starting ${SERVER_BIN} serve --config ${CONFIG} --model ${MODEL} $*"
 (cd "$ROOT" && exec "$SERVER_BIN" serve --config "$CONFIG" --model "$MODEL" --host 127.0.0.1 --port 0 \

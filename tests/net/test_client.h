@@ -549,6 +549,7 @@ public:
         c.runtime.step_tokens = 256;
         c.runtime.kv_capacity_mib = 64;
         c.runtime.cache.enabled = false; // the cache tests turn it on
+        c.runtime.rag.enabled = false;   // test_rag turns it on
         return c;
     }
 

@@ -168,6 +168,54 @@ TEST_CASE("prometheus: known values render at their lines, durations in seconds"
     CHECK(has_line(text, "actorserve_ready 1"));
 }
 
+metrics_snapshot with_rag(metrics_snapshot m) {
+    rag_metrics &r = m.rag;
+    r.enabled = true;
+    r.documents = 12;
+    r.chunks = 345;
+    r.searches = 9;
+    r.search_errors = 2;
+    r.overloaded = 1;
+    r.documents_added = 12;
+    r.documents_replaced = 3;
+    r.documents_unchanged = 7;
+    r.documents_rejected = 1;
+    r.documents_deleted = 4;
+    r.chunks_embedded = 400;
+    for (double v : {4.0, 30.0, 30.0}) r.search_ms.observe(v);
+    return m;
+}
+
+TEST_CASE("prometheus: retrieval families appear only when retrieval is on, with their values") {
+    const std::string M = "{model_name=\"smollm2\"";
+    const std::string off = render_prometheus(known_snapshot(), known_stats(), "smollm2");
+    CHECK(off.find("actorserve_rag_") == std::string::npos);
+
+    const std::string text = render_prometheus(with_rag(known_snapshot()), known_stats(), "smollm2");
+    CHECK(has_line(text, "# TYPE actorserve_rag_documents gauge"));
+    CHECK(has_line(text, "actorserve_rag_documents" + M + "} 12"));
+    CHECK(has_line(text, "actorserve_rag_chunks" + M + "} 345"));
+    CHECK(has_line(text, "# TYPE actorserve_rag_searches_total counter"));
+    CHECK(has_line(text, "actorserve_rag_searches_total" + M + "} 9"));
+    CHECK(has_line(text, "actorserve_rag_search_errors_total" + M + "} 2"));
+    CHECK(has_line(text, "actorserve_rag_overloaded_total" + M + "} 1"));
+    CHECK(has_line(text, "actorserve_rag_document_updates_total" + M + ",outcome=\"added\"} 12"));
+    CHECK(has_line(text, "actorserve_rag_document_updates_total" + M + ",outcome=\"replaced\"} 3"));
+    CHECK(has_line(text, "actorserve_rag_document_updates_total" + M + ",outcome=\"unchanged\"} 7"));
+    CHECK(has_line(text, "actorserve_rag_document_updates_total" + M + ",outcome=\"rejected\"} 1"));
+    CHECK(has_line(text, "actorserve_rag_document_updates_total" + M + ",outcome=\"deleted\"} 4"));
+    CHECK(has_line(text, "actorserve_rag_chunks_embedded_total" + M + "} 400"));
+    // 4, 30, 30 ms: 0.005 s holds one, 0.05 s all three; the sum is 0.064 s
+    CHECK(has_line(text, "# TYPE actorserve_rag_search_duration_seconds histogram"));
+    CHECK(has_line(text, "actorserve_rag_search_duration_seconds_bucket" + M + ",le=\"0.0025\"} 0"));
+    CHECK(has_line(text, "actorserve_rag_search_duration_seconds_bucket" + M + ",le=\"0.005\"} 1"));
+    CHECK(has_line(text, "actorserve_rag_search_duration_seconds_bucket" + M + ",le=\"0.025\"} 1"));
+    CHECK(has_line(text, "actorserve_rag_search_duration_seconds_bucket" + M + ",le=\"0.05\"} 3"));
+    CHECK(has_line(text, "actorserve_rag_search_duration_seconds_bucket" + M + ",le=\"+Inf\"} 3"));
+    CHECK(has_line(text, "actorserve_rag_search_duration_seconds_sum" + M + "} 0.064"));
+    CHECK(has_line(text, "actorserve_rag_search_duration_seconds_count" + M + "} 3"));
+}
+
 TEST_CASE("prometheus: every histogram's buckets rise to +Inf, which equals _count") {
     const std::string text = render_prometheus(known_snapshot(), known_stats(), "smollm2");
     const auto samples = samples_of(text);
@@ -202,6 +250,12 @@ TEST_CASE("prometheus: promtool accepts the exposition with no problems") {
     SUBCASE("known values, and a model name that needs escaping") {
         const std::string text = render_prometheus(known_snapshot(), known_stats(), "models/\"small\" \\ one\nq4_1");
         CHECK(text.find("model_name=\"models/\\\"small\\\" \\\\ one\\nq4_1\"") != std::string::npos);
+        const command_result r = promtool_check(text);
+        CHECK_MESSAGE(r.status == 0, r.output);
+        CHECK_MESSAGE(r.output.empty(), r.output);
+    }
+    SUBCASE("with retrieval on") {
+        const std::string text = render_prometheus(with_rag(known_snapshot()), known_stats(), "smollm2");
         const command_result r = promtool_check(text);
         CHECK_MESSAGE(r.status == 0, r.output);
         CHECK_MESSAGE(r.output.empty(), r.output);
