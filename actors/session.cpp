@@ -247,8 +247,12 @@ void submit(self_ptr self, chat_request &r, std::vector<chat_message> shown) {
 }
 
 // The conversation as the model sees it with the passages: the citation instructions appended
-// to the leading system message (or a system message of their own), the fenced passages before
-// the question in the last user message.
+// to the leading system message (or a system message of their own), then, just before the
+// question, a user turn holding the fenced passages and a fixed assistant reply acknowledging
+// them, so that the last turn is the question alone. Tried on the 135M default model, this
+// layout answered from the passages, where passages and question in one user turn made it
+// continue the fenced list instead, and passages in the system message would have raised
+// document text to the most trusted role (docs/rag.md).
 std::vector<chat_message> with_passages(const std::vector<chat_message> &turns, const std::vector<chat_message> &asked,
                                         const rag_prompt &p) {
     std::vector<chat_message> all = turns;
@@ -262,10 +266,11 @@ std::vector<chat_message> with_passages(const std::vector<chat_message> &turns, 
         }
     }
     if (!p.context.empty()) {
-        std::string q = p.context;
-        q += "\n\nQuestion: ";
-        q += all.back().content;
-        all.back().content = std::move(q);
+        std::string sources = "Sources:\n\n";
+        sources += p.context;
+        const auto question = all.end() - 1;
+        all.insert(question, {chat_message{"user", std::move(sources)},
+                              chat_message{"assistant", "I have read the sources. What is your question?"}});
     }
     return all;
 }

@@ -13,7 +13,7 @@
 //
 // Files: one file (write_cache_file, kind rag) holding documents, chunks and vectors; written
 // atomically, so an interrupted save or ingest leaves the previous file whole. The BM25 and FAISS
-// indexes are rebuilt from it at load (about 40 s for 100,000 chunks on a 2-core machine).
+// indexes are rebuilt from it at load (3-4 s for 100,000 chunks on a 2-core machine).
 //
 // Not thread-safe: the RAG actor owns it.
 #pragma once
