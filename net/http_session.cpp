@@ -257,8 +257,11 @@ void http_session::ask_rag(caf::actor rag, std::chrono::seconds timeout,
         });
     };
     const int retry_ms = srv_->cfg.runtime.retry_after_ms;
-    srv_->sys.spawn([rag = std::move(rag), timeout, deliver, on_reply = std::move(on_reply), retry_ms,
-                     args = std::make_tuple(std::forward<Ts>(msg)...)](caf::event_based_actor *self) mutable {
+    // The RAG actor is passed as the spawned actor's argument, not captured: CAF 0.17.6 builds an
+    // actor spawned with no arguments from a null shared_ptr<tuple<>> that it dereferences,
+    // which UBSan reports.
+    srv_->sys.spawn([timeout, deliver, on_reply = std::move(on_reply), retry_ms,
+                     args = std::make_tuple(std::forward<Ts>(msg)...)](caf::event_based_actor *self, caf::actor rag) mutable {
         std::apply(
             [&](auto &...a) {
                 self->request(rag, timeout, std::move(a)...)
@@ -286,7 +289,7 @@ void http_session::ask_rag(caf::actor rag, std::chrono::seconds timeout,
                         });
             },
             args);
-    });
+    }, std::move(rag));
     // The pending watch is what keeps this connection alive until the answer comes (nothing
     // else holds it meanwhile), and it notices a client that hangs up.
     watch_peer();
