@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/decoder.h"
 #include "engine/matmul.h"
 #include "engine/model.h"
 #include "engine/thread_pool.h"
@@ -35,13 +36,6 @@ struct context_params {
     bool chunk_invariant = false;
 };
 
-struct batch_token {
-    int32_t token = 0;
-    int32_t seq = 0;     // [0, n_seq)
-    int32_t pos = 0;     // position in its sequence
-    bool logits = false; // compute this token's logits
-};
-
 // The KV cache is paged: a pool of blocks of kv_block_size positions, and for each sequence
 // slot a block table; position p of a slot lives in block table[p / B] at offset p % B.
 //  - slot mode (n_kv_blocks == 0): slot s owns blocks [s * nb, (s + 1) * nb), nb =
@@ -52,7 +46,7 @@ struct batch_token {
 // note: a block that a slot will write (its positions >= n_past) must not be in another slot's
 // table: decode() writes there without looking. Only whole blocks of computed positions are
 // safe to share.
-class llama_context {
+class llama_context final : public batch_decoder {
 public:
     llama_context(const llama_model &model, const context_params &params);
 
@@ -64,14 +58,14 @@ public:
     // note: a sequence's results do not depend on the other sequences in the batch (every
     // row is reduced in an order fixed by its own sequence), nor on where its blocks lie;
     // see attention().
-    bool decode(std::span<const batch_token> batch, std::string &err);
-    const float *logits(size_t i) const { return &logits_[i * static_cast<size_t>(n_vocab_)]; } // (n_vocab,)
+    bool decode(std::span<const batch_token> batch, std::string &err) override;
+    const float *logits(size_t i) const override { return &logits_[i * static_cast<size_t>(n_vocab_)]; } // (n_vocab,)
     int n_outputs() const { return n_outputs_; }
 
     // Sequence 0: appends `tokens` and leaves the last one's logits in logits().
     bool eval(std::span<const int32_t> tokens, std::string &err);
     std::span<const float> logits() const { return {logits_.data(), static_cast<size_t>(n_vocab_)}; }
-    int n_past(int seq = 0) const { return n_past_[static_cast<size_t>(seq)]; }
+    int n_past(int seq = 0) const override { return n_past_[static_cast<size_t>(seq)]; }
     // Forgets positions >= n of a sequence (n <= n_past): it continues from n.
     void truncate(int n, int seq = 0);
 
@@ -81,9 +75,9 @@ public:
     // the slot at another sequence; decode() then continues at n_past.
     // n_past <= min(table.size() * kv_block_size, n_ctx); violations are asserted.
     // Cost: copies the table (no allocation once the slot has held a table this long).
-    void set_blocks(int seq, std::span<const int32_t> table, int n_past);
+    void set_blocks(int seq, std::span<const int32_t> table, int n_past) override;
     // Pool mode: the slot holds no blocks and no positions.
-    void clear(int seq);
+    void clear(int seq) override;
 
     // Bytes of one KV block of block_size positions (rounded up as in context_params):
     // n_layer * 2 (K and V) * block_size * n_kv half-precision values.
@@ -93,7 +87,7 @@ public:
 
     int n_ctx() const { return params_.n_ctx; }
     int n_seq() const { return params_.n_seq; }
-    const llama_model &model() const { return model_; }
+    const llama_model &model() const override { return model_; }
     int n_threads() const { return pool_.size(); }
 
 private:

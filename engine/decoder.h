@@ -1,0 +1,39 @@
+// What an executor needs of a forward pass, wherever it runs: decode a batch of tokens of many
+// sequences over a paged KV cache and hand back the logits that were asked for.
+// llama_context (engine/forward.h) is the CPU one; gpu_context (gpu/gpu_context.h) runs on one
+// CUDA device. The executor (actors/step_runner.h) holds either through this interface, so the
+// scheduler does not care where a step runs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace actorserve {
+
+class llama_model;
+
+struct batch_token {
+    int32_t token = 0;
+    int32_t seq = 0;     // [0, n_seq)
+    int32_t pos = 0;     // position in its sequence
+    bool logits = false; // compute this token's logits
+};
+
+class batch_decoder {
+public:
+    virtual ~batch_decoder() = default;
+
+    // See llama_context::decode: validates the whole batch first and changes nothing when it
+    // fails (err names the problem); on success logits(i) holds the i-th requested row.
+    virtual bool decode(std::span<const batch_token> batch, std::string &err) = 0;
+    virtual const float *logits(size_t i) const = 0; // (n_vocab,)
+    // Pool mode: slot `seq` uses `table` and its positions [0, n_past) are already there.
+    virtual void set_blocks(int seq, std::span<const int32_t> table, int n_past) = 0;
+    virtual void clear(int seq) = 0;
+    virtual int n_past(int seq) const = 0;
+    virtual const llama_model &model() const = 0;
+};
+
+} // namespace actorserve
