@@ -1,5 +1,7 @@
 #include "actors/executor.h"
 
+#include <chrono>
+
 #include "actors/protocol.h"
 #include "actors/step_runner.h"
 
@@ -7,23 +9,54 @@ namespace actorserve {
 
 namespace {
 
-caf::behavior cpu_executor(caf::event_based_actor *self, std::shared_ptr<const llama_model> model,
-                           context_params params) {
-    (void)self;
-    // note: the runner (and its KV pool) is built here, on the executor's own thread, and is
-    // only ever touched from it. `model` is captured so the weights outlive every step.
-    auto runner = std::make_shared<step_runner>(*model, params);
+constexpr auto k_probe_every = std::chrono::seconds(5);
+
+struct executor_st {
+    executor_st() = default;
+    std::shared_ptr<const llama_model> model; // outlives every step
+    std::unique_ptr<step_runner> runner;
+    device_choice device;
+    caf::actor metrics;
+    std::chrono::steady_clock::time_point probed;
+};
+
+using self_ptr = caf::stateful_actor<executor_st> *;
+
+void probe(self_ptr self) {
+    auto &st = self->state;
+    if (!st.metrics) return;
+    st.probed = std::chrono::steady_clock::now();
+    self->send(st.metrics, probe_device(st.device, st.runner->context()));
+}
+
+// note: the decoder was built by the runtime and handed over at spawn; from here on it is only
+// ever touched from this actor's own thread.
+caf::behavior executor(self_ptr self, std::shared_ptr<const llama_model> model,
+                       std::shared_ptr<std::unique_ptr<batch_decoder>> ctx, int n_batch, device_choice device,
+                       caf::actor metrics) {
+    auto &st = self->state;
+    st.model = std::move(model);
+    st.runner = std::make_unique<step_runner>(std::move(*ctx), n_batch);
+    st.device = device;
+    st.metrics = std::move(metrics);
+    probe(self);
     return {
-        [model, runner](step_atom, const step_plan &plan) { return runner->run(plan); },
-        [runner](release_atom, const std::vector<int64_t> &ids) { runner->forget(ids); },
+        [self](step_atom, const step_plan &plan) {
+            step_result r = self->state.runner->run(plan);
+            if (std::chrono::steady_clock::now() - self->state.probed > k_probe_every) probe(self);
+            return r;
+        },
+        [self](release_atom, const std::vector<int64_t> &ids) { self->state.runner->forget(ids); },
     };
 }
 
 } // namespace
 
-caf::actor spawn_cpu_executor(caf::actor_system &sys, std::shared_ptr<const llama_model> model,
-                              const context_params &params) {
-    return sys.spawn<caf::detached>(cpu_executor, std::move(model), params);
+caf::actor spawn_executor(caf::actor_system &sys, std::shared_ptr<const llama_model> model,
+                          std::unique_ptr<batch_decoder> ctx, int n_batch, device_choice device, caf::actor metrics) {
+    // A message argument must be copyable: the unique decoder travels inside a shared_ptr.
+    auto box = std::make_shared<std::unique_ptr<batch_decoder>>(std::move(ctx));
+    return sys.spawn<caf::detached>(executor, std::move(model), std::move(box), n_batch, device, std::move(metrics));
 }
 
 } // namespace actorserve

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <map>
 #include <memory>
 
 #include "actors/protocol.h"
@@ -34,6 +35,9 @@ namespace {
 
 struct metrics_state {
     metrics_snapshot snap;
+    // Each device's scheduler reports its own gauges and cumulative counts; the snapshot holds
+    // their sums. (device, its last sample without the per-step lists)
+    std::map<int, metrics_sample> last;
     // (time, generated tokens) of recent steps, for a sliding tokens/s
     std::deque<std::pair<std::chrono::steady_clock::time_point, int>> recent;
 };
@@ -46,21 +50,37 @@ caf::behavior metrics_actor(caf::event_based_actor *self, std::chrono::milliseco
     return {
         [st, rate_window](const metrics_sample &m) {
             metrics_snapshot &s = st->snap;
-            s.queue_depth = m.queue_depth;
-            s.running = m.running;
-            s.kv_blocks_used = m.kv_used;
-            s.kv_blocks_total = m.kv_total;
-            s.kv_blocks_cached = m.kv_cached;
-            s.requests_admitted = m.counts.admitted;
-            s.requests_finished = m.counts.finished;
-            s.requests_rejected_overloaded = m.counts.rejected_overloaded;
-            s.outcomes = {.stop = m.counts.stop, .length = m.counts.length, .context = m.counts.context,
-                          .cancelled = m.counts.cancelled, .error = m.counts.error,
-                          .rejected = m.counts.rejected, .overloaded = m.counts.rejected_overloaded};
-            s.preemptions = m.counts.preempted;
-            s.prompt_tokens = m.counts.prompt_tokens;
-            s.prefix_hit_tokens = m.counts.prefix_hit_tokens;
-            s.computed_tokens = m.counts.computed_tokens;
+            metrics_sample &mine = st->last[m.device];
+            mine.queue_depth = m.queue_depth;
+            mine.running = m.running;
+            mine.kv_used = m.kv_used;
+            mine.kv_total = m.kv_total;
+            mine.kv_cached = m.kv_cached;
+            mine.counts = m.counts;
+            metrics_sample sum;
+            for (const auto &[d, x] : st->last) {
+                sum.queue_depth += x.queue_depth;
+                sum.running += x.running;
+                sum.kv_used += x.kv_used;
+                sum.kv_total += x.kv_total;
+                sum.kv_cached += x.kv_cached;
+                sum.counts += x.counts;
+            }
+            s.queue_depth = sum.queue_depth;
+            s.running = sum.running;
+            s.kv_blocks_used = sum.kv_used;
+            s.kv_blocks_total = sum.kv_total;
+            s.kv_blocks_cached = sum.kv_cached;
+            const scheduler_counts &c = sum.counts;
+            s.requests_admitted = c.admitted;
+            s.requests_finished = c.finished;
+            s.requests_rejected_overloaded = c.rejected_overloaded;
+            s.outcomes = {.stop = c.stop, .length = c.length, .context = c.context, .cancelled = c.cancelled,
+                          .error = c.error, .rejected = c.rejected, .overloaded = c.rejected_overloaded};
+            s.preemptions = c.preempted;
+            s.prompt_tokens = c.prompt_tokens;
+            s.prefix_hit_tokens = c.prefix_hit_tokens;
+            s.computed_tokens = c.computed_tokens;
             s.generated_tokens += static_cast<uint64_t>(m.generated);
             if (m.batch_seqs > 0) {
                 ++s.steps;
@@ -82,6 +102,12 @@ caf::behavior metrics_actor(caf::event_based_actor *self, std::chrono::milliseco
         },
         [st](const cache_metrics &c) { st->snap.cache = c; },
         [st](const rag_metrics &r) { st->snap.rag = r; },
+        [st](const device_metrics &d) {
+            auto &all = st->snap.devices;
+            auto it = std::find_if(all.begin(), all.end(), [&](const device_metrics &x) { return x.name == d.name; });
+            if (it != all.end()) *it = d;
+            else all.push_back(d);
+        },
         [st](get_atom) { return st->snap; },
     };
 }

@@ -7,6 +7,9 @@
 //   scheduler -> executor   (release_atom, vector<int64_t>) forget ended sequences
 //   scheduler -> self       (tick_atom)                     a batch has had time to form
 //   scheduler -> metrics    metrics_sample                  after every step
+//   executor  -> metrics    device_metrics                  at start, then every few seconds
+//   scheduler -> placement  (kv_free_atom, int device, int free_blocks, int waiting)
+//                                                           with several devices, after every report
 //   anyone    -> metrics    (get_atom)                      => metrics_snapshot
 #pragma once
 
@@ -27,6 +30,8 @@ using submit_atom = caf::atom_constant<caf::atom("submit")>;
 using step_atom = caf::atom_constant<caf::atom("step")>;
 using release_atom = caf::atom_constant<caf::atom("release")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
+using kv_free_atom = caf::atom_constant<caf::atom("kvfree")>;
+using placement_atom = caf::atom_constant<caf::atom("placement")>;
 
 // Scheduler -> session: what one step (or a rejection) meant for one request.
 struct gen_event {
@@ -40,6 +45,7 @@ struct gen_event {
 };
 
 struct metrics_sample {
+    int device = 0;                     // the reporting scheduler's device, in runtime order
     double step_ms = 0.0;
     int batch_seqs = 0;
     int generated = 0;                  // tokens delivered this step

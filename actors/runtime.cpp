@@ -2,6 +2,8 @@
 
 #include "actors/executor.h"
 #include "actors/metrics.h"
+#include "actors/placement.h"
+#include "actors/protocol.h"
 #include "actors/session.h"
 #include "engine/forward.h"
 
@@ -67,15 +69,39 @@ std::unique_ptr<runtime> runtime::start(caf::actor_system &sys, const runtime_co
     // The server reuses KV across requests and recomputes preempted sequences: both stay exact
     // only when a token's KV does not depend on how its sequence was split into steps.
     cp.chunk_invariant = true;
+    auto devices = resolve_devices(cfg.devices, rt->notes_, err);
+    if (!devices) return nullptr;
+    // Every decoder is built before any actor exists, so a device that cannot be opened (out of
+    // memory, say) stops the start with its reason and leaves nothing running.
+    std::vector<std::unique_ptr<batch_decoder>> decoders;
+    for (const device_choice &d : *devices) {
+        auto ctx = open_decoder(d, *model, cp, err);
+        if (!ctx) return nullptr;
+        decoders.push_back(std::move(ctx));
+        rt->device_names_.push_back(d.name());
+    }
     rt->metrics_ = sys.spawn(metrics_actor, std::chrono::milliseconds(5000));
-    rt->executor_ = spawn_cpu_executor(sys, rt->model_, cp);
-    scheduler_config sc;
-    sc.sched = rt->settings_;
-    sc.batch_wait = cfg.batch_wait;
-    sc.mailbox_limit = cfg.scheduler_mailbox_limit;
-    sc.retry_after_ms = cfg.retry_after_ms;
     auto tk = rt->tok_;
-    rt->scheduler_ = spawn_scheduler(sys, sc, rt->executor_, rt->metrics_, [tk](int32_t t) { return tk->is_eog(t); });
+    for (size_t i = 0; i < devices->size(); ++i) {
+        rt->executors_.push_back(
+            spawn_executor(sys, rt->model_, std::move(decoders[i]), cp.n_batch, (*devices)[i], rt->metrics_));
+        scheduler_config sc;
+        sc.sched = rt->settings_;
+        sc.batch_wait = cfg.batch_wait;
+        sc.mailbox_limit = cfg.scheduler_mailbox_limit;
+        sc.retry_after_ms = cfg.retry_after_ms;
+        sc.device = static_cast<int>(i);
+        rt->schedulers_.push_back(
+            spawn_scheduler(sys, sc, rt->executors_.back(), rt->metrics_, [tk](int32_t t) { return tk->is_eog(t); }));
+    }
+    if (rt->schedulers_.size() == 1) {
+        rt->scheduler_ = rt->schedulers_.front();
+    } else {
+        rt->scheduler_ = spawn_placement(sys, rt->schedulers_,
+                                         std::vector<int>(rt->schedulers_.size(), rt->settings_.kv_blocks),
+                                         rt->settings_.kv_block_size);
+        for (const caf::actor &s : rt->schedulers_) caf::anon_send(s, placement_atom::value, rt->scheduler_);
+    }
     if (cfg.cache.enabled) {
         // Cached answers belong to one model: its name, and its file's size so that a different
         // file under the same name does not inherit them.
@@ -99,7 +125,8 @@ std::unique_ptr<runtime> runtime::start(caf::actor_system &sys, const runtime_co
 
 runtime::~runtime() {
     caf::anon_send_exit(scheduler_, caf::exit_reason::user_shutdown);
-    caf::anon_send_exit(executor_, caf::exit_reason::user_shutdown);
+    for (const caf::actor &s : schedulers_) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+    for (const caf::actor &e : executors_) caf::anon_send_exit(e, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(metrics_, caf::exit_reason::user_shutdown);
     if (cache_) caf::anon_send_exit(cache_, caf::exit_reason::user_shutdown);
     if (rag_) caf::anon_send_exit(rag_, caf::exit_reason::user_shutdown);

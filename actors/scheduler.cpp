@@ -27,6 +27,7 @@ struct scheduler_st {
     std::unique_ptr<scheduler_state> core;
     scheduler_config cfg;
     caf::actor executor, metrics;
+    caf::actor placement; // with several devices, the actor placing requests on them
     std::unordered_map<int64_t, client> clients;
     // Submitters monitored, with how many of their requests are open: one monitor per peer,
     // dropped with its last request, so a long conversation does not pile them up.
@@ -108,6 +109,9 @@ void report(self_ptr self) {
     m.kv_cached = st.core->kv().n_cached_blocks();
     m.counts = st.core->counts();
     m.counts.rejected_overloaded += st.mailbox_overloaded;
+    m.device = st.cfg.device;
+    if (st.placement)
+        self->send(st.placement, kv_free_atom::value, st.cfg.device, st.core->kv().n_free(), m.queue_depth);
     self->send(st.metrics, std::move(m));
     m = metrics_sample{};
 }
@@ -223,6 +227,10 @@ caf::behavior scheduler_actor(self_ptr self, scheduler_config cfg, caf::actor ex
         },
         [self](cancel_atom, int64_t id) { cancel(self, id, false); },
         [self](cancel_atom, int64_t id, stop_atom) { cancel(self, id, true); },
+        [self](placement_atom, caf::actor p) {
+            self->state.placement = std::move(p);
+            report(self);
+        },
         [self](tick_atom) {
             auto &s = self->state;
             s.tick_pending = false;

@@ -8,6 +8,8 @@
 //                                the same, for a stop string the session found: it ends (and
 //                                is counted) as "stop", not "cancelled"
 //   (tick_atom)                  internal: the batch-forming wait is over
+//   (placement_atom, actor p)    with several devices: tell p the free KV blocks after every
+//                                report (actors/placement.h)
 //
 // Backpressure: a submit beyond max_waiting queued requests, or arriving while the mailbox
 // holds more than mailbox_limit messages, is answered at once with errc::overloaded and a
@@ -35,6 +37,7 @@ struct scheduler_config {
     std::chrono::milliseconds batch_wait{2};
     size_t mailbox_limit = 4096;
     int retry_after_ms = 1000;
+    int device = 0;        // which device's executor it drives (metrics are kept per device)
 };
 
 caf::actor spawn_scheduler(caf::actor_system &sys, const scheduler_config &cfg, caf::actor executor,

@@ -81,6 +81,16 @@ struct scheduler_counts {
     uint64_t prompt_tokens = 0;       // prompt tokens of admitted requests
     uint64_t prefix_hit_tokens = 0;   // of those, served from cached blocks (not computed)
     uint64_t computed_tokens = 0;     // tokens run through the model, recompute included
+
+    // Sums another scheduler's counts into these (one scheduler per device).
+    scheduler_counts &operator+=(const scheduler_counts &o) {
+        admitted += o.admitted, finished += o.finished, preempted += o.preempted;
+        stop += o.stop, length += o.length, context += o.context, cancelled += o.cancelled, error += o.error;
+        rejected += o.rejected, rejected_overloaded += o.rejected_overloaded;
+        prompt_tokens += o.prompt_tokens, prefix_hit_tokens += o.prefix_hit_tokens;
+        computed_tokens += o.computed_tokens;
+        return *this;
+    }
 };
 
 class scheduler_state {

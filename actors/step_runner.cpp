@@ -4,8 +4,11 @@
 
 namespace actorserve {
 
-step_runner::step_runner(const llama_model &model, const context_params &params) : ctx_(model, params) {
-    batch_.reserve(static_cast<size_t>(params.n_batch));
+step_runner::step_runner(const llama_model &model, const context_params &params)
+    : step_runner(std::make_unique<llama_context>(model, params), params.n_batch) {}
+
+step_runner::step_runner(std::unique_ptr<batch_decoder> ctx, int n_batch) : ctx_(std::move(ctx)) {
+    batch_.reserve(static_cast<size_t>(n_batch));
 }
 
 void step_runner::forget(const std::vector<int64_t> &ids) {
@@ -20,12 +23,12 @@ step_result step_runner::run(const step_plan &plan) {
 
     batch_.clear();
     for (const step_seq &q : plan.seqs) {
-        ctx_.set_blocks(q.slot, q.table, q.pos0);
+        ctx_->set_blocks(q.slot, q.table, q.pos0);
         const int n = static_cast<int>(q.tokens.size());
         for (int i = 0; i < n; ++i)
             batch_.push_back({q.tokens[static_cast<size_t>(i)], q.slot, q.pos0 + i, q.sample && i == n - 1});
     }
-    if (!ctx_.decode(batch_, r.error)) return r;
+    if (!ctx_->decode(batch_, r.error)) return r;
     r.n_tokens = static_cast<int>(batch_.size());
 
     int out = 0;
@@ -36,8 +39,8 @@ step_result step_runner::run(const step_plan &plan) {
         if (q.first) s.history = q.history;
         s.history.insert(s.history.end(), q.tokens.begin(), q.tokens.end());
         if (!q.sample) continue;
-        const float *logits = ctx_.logits(static_cast<size_t>(out++));
-        const auto n_vocab = static_cast<size_t>(ctx_.model().hparams().n_vocab);
+        const float *logits = ctx_->logits(static_cast<size_t>(out++));
+        const auto n_vocab = static_cast<size_t>(ctx_->model().hparams().n_vocab);
         r.sampled.emplace_back(q.id, s.smp.sample({logits, n_vocab}, s.history));
     }
     r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -1,4 +1,4 @@
-// Runs one planned step on an engine context: points each sequence's KV slot at its blocks,
+// Runs one planned step on a decoder (the CPU engine's llama_context or a gpu_context): points each sequence's KV slot at its blocks,
 // decodes every sequence's tokens in one batch, and samples where the plan asks. This is the
 // executor's work without the actor around it (actors/executor.cpp); no CAF here.
 //
@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -31,12 +32,14 @@ public:
     // params: pool mode (n_kv_blocks > 0), n_seq = the scheduler's max_seqs, n_batch >= its
     // step_tokens, kv_block_size equal to the scheduler's.
     step_runner(const llama_model &model, const context_params &params);
+    // Any decoder built with such params (e.g. a gpu_context); n_batch as given to it.
+    step_runner(std::unique_ptr<batch_decoder> ctx, int n_batch);
 
     step_result run(const step_plan &plan);
     // Drops the samplers and histories of ended sequences (plan.released does the same).
     void forget(const std::vector<int64_t> &ids);
 
-    const llama_context &context() const { return ctx_; }
+    const batch_decoder &context() const { return *ctx_; }
     size_t n_tracked() const { return seqs_.size(); }
 
 private:
@@ -45,7 +48,7 @@ private:
         std::vector<int32_t> history; // tokens computed so far (prefix included)
     };
 
-    llama_context ctx_;
+    std::unique_ptr<batch_decoder> ctx_;
     std::unordered_map<int64_t, seq_state> seqs_;
     std::vector<batch_token> batch_; // (n_batch,) reused
 };

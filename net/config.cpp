@@ -119,6 +119,7 @@ bool load_config_file(const std::string &path, server_config &cfg, std::string &
         t.get<std::string>("path", cfg.runtime.model_path);
         t.get<std::string>("name", cfg.model_name);
         t.get<int64_t>("threads", cfg.runtime.n_threads);
+        t.get<std::string>("devices", cfg.runtime.devices);
         t.get<int64_t>("n_ctx", cfg.runtime.n_ctx);
         t.done();
     }

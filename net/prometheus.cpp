@@ -1,5 +1,7 @@
 #include "net/prometheus.h"
 
+#include <algorithm>
+
 #include <charconv>
 #include <cmath>
 #include <utility>
@@ -187,6 +189,26 @@ std::string render_prometheus(const metrics_snapshot &m, const server_stats &s, 
         e.family("actorserve_cache_bytes", "gauge", "Bytes held (as the caches count them), by cache.");
         e.model_count("actorserve_cache_bytes", c.bytes_exact, "cache=\"exact\"");
         e.model_count("actorserve_cache_bytes", c.bytes_semantic, "cache=\"semantic\"");
+    }
+
+    if (!m.devices.empty()) {
+        e.family("actorserve_device_memory_bytes", "gauge",
+                 "Memory an executor holds on its device, by device and use (weights, kv, scratch).");
+        for (const device_metrics &d : m.devices) {
+            const std::string dev = "device=\"" + d.name + "\"";
+            e.model_count("actorserve_device_memory_bytes", d.weight_bytes, dev + ",use=\"weights\"");
+            e.model_count("actorserve_device_memory_bytes", d.kv_bytes, dev + ",use=\"kv\"");
+            e.model_count("actorserve_device_memory_bytes", d.scratch_bytes, dev + ",use=\"scratch\"");
+        }
+        const bool any_gpu = std::any_of(m.devices.begin(), m.devices.end(), [](const device_metrics &d) { return d.total_bytes > 0; });
+        if (any_gpu) {
+            e.family("actorserve_device_memory_total_bytes", "gauge", "A GPU's memory.");
+            for (const device_metrics &d : m.devices)
+                if (d.total_bytes > 0) e.model_count("actorserve_device_memory_total_bytes", d.total_bytes, "device=\"" + d.name + "\"");
+            e.family("actorserve_device_memory_free_bytes", "gauge", "A GPU's free memory, as last probed.");
+            for (const device_metrics &d : m.devices)
+                if (d.total_bytes > 0) e.model_count("actorserve_device_memory_free_bytes", d.free_bytes, "device=\"" + d.name + "\"");
+        }
     }
 
     if (m.rag.enabled) {

@@ -103,6 +103,7 @@ int main(int argc, char **argv) {
     serve_cmd->add_option("--port", srv.port, "Port; 0: any free one (server.port, default 8080)");
     serve_cmd->add_option("--port-file", srv.port_file, "Write the bound port to this file once listening");
     serve_cmd->add_option("-t,--threads", srv.threads, "Engine threads (model.threads; default: physical cores)");
+    serve_cmd->add_option("--devices", srv.devices, "auto (every GPU, else the CPU), cpu, or CUDA device indices such as 0,1 (model.devices)");
     serve_cmd->add_option("--ctx-size", srv.ctx_size, "Longest sequence, prompt + answer (model.n_ctx)");
     serve_cmd->add_option("--io-threads", srv.io_threads, "Network I/O threads (server.io_threads)");
     serve_cmd->add_option("--max-connections", srv.max_connections, "Open connections before 429 (server.max_connections)");

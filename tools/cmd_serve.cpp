@@ -23,6 +23,7 @@ int cmd_serve(const serve_options &o) {
     if (o.port_file) cfg.port_file = *o.port_file;
     if (o.model) cfg.runtime.model_path = *o.model;
     if (o.threads) cfg.runtime.n_threads = *o.threads;
+    if (o.devices) cfg.runtime.devices = *o.devices;
     if (o.ctx_size) cfg.runtime.n_ctx = *o.ctx_size;
     if (o.io_threads) cfg.io_threads = *o.io_threads;
     if (o.max_connections) cfg.max_connections = *o.max_connections;
@@ -61,6 +62,7 @@ int cmd_serve(const serve_options &o) {
         return fail(err);
     }
     for (const std::string &note : rt->notes()) spdlog::info("{}", note);
+    for (const std::string &d : rt->devices()) spdlog::info("executor on {}", d);
     if (!cfg.runtime.cache.enabled) spdlog::info("answer caches off ([cache] enabled = false)");
     if (!cfg.runtime.rag.enabled) spdlog::info("retrieval off ([rag] enabled = false)");
     srv->attach(*rt);

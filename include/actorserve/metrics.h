@@ -89,6 +89,16 @@ struct rag_metrics {
     histogram search_ms{request_buckets_ms()};  // search latency, embedding the query included
 };
 
+// One executor's device: what it holds, and the device's memory (GPUs; 0 for the CPU).
+struct device_metrics {
+    std::string name;                 // "cpu", "cuda:0"
+    std::string description;          // "NVIDIA H200", "CPU, 2 threads"
+    uint64_t weight_bytes = 0;        // the model's weights as this executor holds them
+    uint64_t kv_bytes = 0;            // its KV pool
+    uint64_t scratch_bytes = 0;       // activations and workspace (GPU)
+    uint64_t total_bytes = 0, free_bytes = 0; // the device's memory, as last probed
+};
+
 struct metrics_snapshot {
     // gauges, as of the scheduler's last report: after every step, and at once when it refuses
     // or ends a request while no step is due
@@ -118,6 +128,7 @@ struct metrics_snapshot {
     histogram step_ms{step_buckets_ms()}, batch_size{batch_size_buckets()};
     cache_metrics cache;
     rag_metrics rag;
+    std::vector<device_metrics> devices; // one per executor, in device order
 };
 
 } // namespace actorserve
@@ -125,3 +136,4 @@ struct metrics_snapshot {
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorserve::metrics_snapshot)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorserve::cache_metrics)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorserve::rag_metrics)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorserve::device_metrics)

@@ -10,8 +10,9 @@
 //   self->send(chat, actorserve::chat_request{1, {{"user", "Hello"}}});
 //   // -> chat_delta{1, "Hi"} ... chat_done{1, "stop", ...}   (or one chat_error)
 //
-// Actors: one scheduler, one executor per device (the CPU today), one metrics actor, a session
-// per conversation, and when enabled the cache actor and the RAG actor (with its ingest
+// Actors: per device (the CPU, or each GPU of `devices`) an executor and the scheduler that
+// feeds it; with several devices a placement actor in front of them (actors/placement.h); one
+// metrics actor, a session per conversation, and when enabled the cache actor and the RAG actor (with its ingest
 // worker); docs/architecture.md shows who owns what.
 #pragma once
 
@@ -36,6 +37,9 @@ namespace actorserve {
 struct runtime_config {
     std::string model_path;
     int n_threads = 0;              // engine threads; 0: physical cores
+    // "auto": every CUDA device, or the CPU when there is none; "cpu"; or CUDA device indices
+    // such as "0,1" (actors/devices.h). Scheduler settings and kv_capacity_mib are per device.
+    std::string devices = "auto";
     int n_ctx = 2048;               // longest sequence (prompt + answer)
     int max_seqs = 16;              // sequences per step
     int step_tokens = 512;          // tokens per step (decode + prompt chunks)
@@ -63,9 +67,10 @@ public:
     // With this they wait on a condition variable and are woken by the next message instead.
     static void tune(caf::actor_system_config &cfg);
 
-    // Loads the model and spawns the scheduler, the CPU executor and the metrics actor (and the
-    // cache and RAG actors when enabled). nullptr and err = "<what>: <problem>" on a bad model,
-    // bad settings, or retrieval enabled without a usable embedding model.
+    // Loads the model and spawns, per device, the executor (weights uploaded to a GPU now) and
+    // its scheduler; the metrics actor; the cache and RAG actors when enabled. nullptr and
+    // err = "<what>: <problem>" on a bad model, bad settings, a device that cannot be opened, or
+    // retrieval enabled without a usable embedding model.
     static std::unique_ptr<runtime> start(caf::actor_system &sys, const runtime_config &cfg, std::string &err);
     // Stops the runtime's actors; open sessions then end too, answering a request in flight
     // with errc::internal "the runtime stopped".
@@ -74,7 +79,9 @@ public:
     runtime &operator=(const runtime &) = delete;
 
     caf::actor open_session();        // a new conversation; end it with send_exit
+    // Where sessions submit: the scheduler, or the placement actor with several devices.
     caf::actor scheduler() const { return scheduler_; }
+    const std::vector<std::string> &devices() const { return device_names_; } // "cpu", "cuda:0", ...
     caf::actor metrics() const { return metrics_; }   // (get_atom) => metrics_snapshot
     caf::actor cache() const { return cache_; }        // null when the caches are off
     caf::actor rag() const { return rag_; }            // null when retrieval is off (actors/rag_actor.h)
@@ -94,8 +101,10 @@ private:
     std::shared_ptr<const llama_model> model_;
     std::shared_ptr<const tokenizer> tok_;
     std::shared_ptr<const chat_template> tmpl_;
-    caf::actor executor_, scheduler_, metrics_, cache_, rag_;
+    std::vector<caf::actor> executors_, schedulers_; // one per device
+    caf::actor scheduler_, metrics_, cache_, rag_;
     std::vector<std::string> notes_;
+    std::vector<std::string> device_names_;
 };
 
 } // namespace actorserve

@@ -216,6 +216,35 @@ TEST_CASE("prometheus: retrieval families appear only when retrieval is on, with
     CHECK(has_line(text, "actorserve_rag_search_duration_seconds_count" + M + "} 3"));
 }
 
+metrics_snapshot with_devices(metrics_snapshot m) {
+    m.devices.push_back({.name = "cuda:0", .description = "NVIDIA H200", .weight_bytes = 270000000,
+                         .kv_bytes = 268435456, .scratch_bytes = 40000000, .total_bytes = 150000000000,
+                         .free_bytes = 140000000000});
+    m.devices.push_back({.name = "cuda:1", .description = "NVIDIA H200", .weight_bytes = 270000000,
+                         .kv_bytes = 268435456, .scratch_bytes = 40000000, .total_bytes = 150000000000,
+                         .free_bytes = 139000000000});
+    return m;
+}
+
+TEST_CASE("prometheus: device memory per device and use; the GPU families only with a GPU") {
+    const std::string M = "{model_name=\"smollm2\"";
+    const std::string none = render_prometheus(known_snapshot(), known_stats(), "smollm2");
+    CHECK(none.find("actorserve_device_") == std::string::npos);
+
+    metrics_snapshot cpu = known_snapshot();
+    cpu.devices.push_back({.name = "cpu", .description = "CPU, 2 threads", .weight_bytes = 98000000, .kv_bytes = 268435456});
+    const std::string c = render_prometheus(cpu, known_stats(), "smollm2");
+    CHECK(has_line(c, "# TYPE actorserve_device_memory_bytes gauge"));
+    CHECK(has_line(c, "actorserve_device_memory_bytes" + M + ",device=\"cpu\",use=\"weights\"} 98000000"));
+    CHECK(has_line(c, "actorserve_device_memory_bytes" + M + ",device=\"cpu\",use=\"kv\"} 268435456"));
+    CHECK(c.find("actorserve_device_memory_total_bytes") == std::string::npos);
+
+    const std::string g = render_prometheus(with_devices(known_snapshot()), known_stats(), "smollm2");
+    CHECK(has_line(g, "actorserve_device_memory_bytes" + M + ",device=\"cuda:1\",use=\"scratch\"} 40000000"));
+    CHECK(has_line(g, "actorserve_device_memory_total_bytes" + M + ",device=\"cuda:0\"} 150000000000"));
+    CHECK(has_line(g, "actorserve_device_memory_free_bytes" + M + ",device=\"cuda:1\"} 139000000000"));
+}
+
 TEST_CASE("prometheus: every histogram's buckets rise to +Inf, which equals _count") {
     const std::string text = render_prometheus(known_snapshot(), known_stats(), "smollm2");
     const auto samples = samples_of(text);
@@ -256,6 +285,12 @@ TEST_CASE("prometheus: promtool accepts the exposition with no problems") {
     }
     SUBCASE("with retrieval on") {
         const std::string text = render_prometheus(with_rag(known_snapshot()), known_stats(), "smollm2");
+        const command_result r = promtool_check(text);
+        CHECK_MESSAGE(r.status == 0, r.output);
+        CHECK_MESSAGE(r.output.empty(), r.output);
+    }
+    SUBCASE("with two GPUs") {
+        const std::string text = render_prometheus(with_devices(known_snapshot()), known_stats(), "smollm2");
         const command_result r = promtool_check(text);
         CHECK_MESSAGE(r.status == 0, r.output);
         CHECK_MESSAGE(r.output.empty(), r.output);
