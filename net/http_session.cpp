@@ -261,10 +261,10 @@ void http_session::ask_rag(caf::actor rag, std::chrono::seconds timeout,
     // actor spawned with no arguments from a null shared_ptr<tuple<>> that it dereferences,
     // which UBSan reports.
     srv_->sys.spawn([timeout, deliver, on_reply = std::move(on_reply), retry_ms,
-                     args = std::make_tuple(std::forward<Ts>(msg)...)](caf::event_based_actor *self, caf::actor rag) mutable {
+                     args = std::make_tuple(std::forward<Ts>(msg)...)](caf::event_based_actor *self, caf::actor target) mutable {
         std::apply(
             [&](auto &...a) {
-                self->request(rag, timeout, std::move(a)...)
+                self->request(target, timeout, std::move(a)...)
                     .then(
                         [deliver, on_reply](Reply &r) {
                             deliver([on_reply, r = std::move(r)](http_session &s) mutable { on_reply(s, r); });
