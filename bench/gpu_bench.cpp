@@ -2,6 +2,7 @@
 // Hugging Face transformers so that scripts/gpu_torch_bench.py can run the same weights.
 //
 //   gpu_bench [--model M] [--batch 1,16,64] [--tokens 128] [--repeat 3] [--device 0] [--prompt TEXT]
+//             [--no-graphs]
 //     For each batch size N: N sequences with the same chat prompt, all prefilled in one
 //     decode(), then --tokens steps, each one decode() of one token per sequence, the next
 //     token the argmax of the logits on the host. Prints one JSON line per batch size: decode
@@ -233,6 +234,8 @@ int main(int argc, char **argv) {
     app.add_option("--repeat", repeat, "timed runs per batch size (the median is printed)")->check(CLI::PositiveNumber);
     app.add_option("--device", device, "CUDA device index");
     app.add_option("--prompt", prompt_text, "user message of every sequence's chat prompt");
+    bool no_graphs = false;
+    app.add_flag("--no-graphs", no_graphs, "launch every kernel of a decode step instead of replaying CUDA graphs");
     app.add_option("--export-hf", export_dir, "write DIR/config.json and DIR/model.safetensors, then exit");
     CLI11_PARSE(app, argc, argv);
 
@@ -296,6 +299,7 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "gpu_bench: %s\n", err.c_str());
         return 1;
     }
+    gpu->use_graphs(!no_graphs);
     std::printf("{\"what\":\"prompt\",\"prompt_ids\":%s}\n", json_list(prompt).c_str());
     for (int b : sizes) {
         run_result r;
@@ -317,8 +321,9 @@ int main(int argc, char **argv) {
         std::string runs = "[";
         for (size_t i = 0; i < tps.size(); ++i) runs += (i ? "," : "") + std::to_string(tps[i]);
         std::printf("{\"what\":\"decode\",\"backend\":\"actorserve\",\"device\":\"%s\",\"batch\":%d,\"prompt_tokens\":%d,"
-                    "\"decode_steps\":%d,\"tok_per_s\":%.1f,\"runs_tok_per_s\":%s],\"prefill_ms\":%.2f,\"greedy_seq0\":%s}\n",
-                    info.name.c_str(), b, P, tokens, median(tps), runs.c_str(), median(prefill_ms), json_list(seq0).c_str());
+                    "\"decode_steps\":%d,\"graphs\":%s,\"tok_per_s\":%.1f,\"runs_tok_per_s\":%s],\"prefill_ms\":%.2f,\"greedy_seq0\":%s}\n",
+                    info.name.c_str(), b, P, tokens, gpu->graphs_in_use() ? "true" : "false", median(tps), runs.c_str(),
+                    median(prefill_ms), json_list(seq0).c_str());
         std::fflush(stdout);
     }
     return 0;

@@ -1,6 +1,8 @@
 // Which CUDA devices this process sees, and what one of them holds.
 #include <cuda_runtime.h>
 
+#include <filesystem>
+
 #include "gpu/cuda_check.h"
 #include "gpu/gpu_context.h"
 
@@ -14,6 +16,10 @@ int gpu_device_count(std::string &why) {
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         why = std::string("cudaGetDeviceCount: ") + cudaGetErrorString(e) + " (" + cudaGetErrorName(e) + ")";
+        // Without a driver at all the runtime says the driver is too old; say what is missing.
+        std::error_code ec;
+        if (e == cudaErrorInsufficientDriver && !std::filesystem::exists("/proc/driver/nvidia/version", ec))
+            why = "no NVIDIA driver is loaded (/proc/driver/nvidia/version does not exist; " + why + ")";
         return 0;
     }
     if (n <= 0) {

@@ -8,7 +8,9 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include <cublas_v2.h>
@@ -62,6 +64,8 @@ struct gpu_context::impl {
     // Uploads the metadata in meta_host[slot], runs the batch, brings the logits back.
     bool run(int n_tok, int n_out, size_t meta_count, std::string &err);
     bool forward(int n_tok, int n_out, int slot, std::string &err);
+    // A decode step through its CUDA graph, captured on first use (see graphs).
+    bool replay(int n_tok, int slot, std::string &err);
     bool gemm(const __half *w, int n_out, int n_in, const __half *x, int n_rows, float *y, float beta, const char *what,
               int layer, std::string &err);
 
@@ -128,6 +132,16 @@ struct gpu_context::impl {
     int ring = 0;                           // the buffer the next batch uses
     float *logits_host = nullptr;           // pinned (T, n_vocab)
 
+    // CUDA graphs of decode steps: a step where every token wants logits (one token per
+    // sequence) and there are at most kMaxGraphTokens of them runs as one graph launch instead
+    // of about a dozen launches per layer. A graph is captured per (tokens, metadata buffer) on
+    // first use: everything else a step varies (tokens, positions, block tables) is read from
+    // device memory when it runs, so replaying it computes exactly what launching would.
+    static constexpr int kMaxGraphTokens = 64;
+    bool graphs = true;
+    bool graphs_failed = false; // a capture failed once: launch directly from then on
+    std::map<std::pair<int, int>, cudaGraphExec_t> graph_execs;
+
     size_t section(int s) const { return static_cast<size_t>(s) * static_cast<size_t>(params.n_batch); }
     size_t tables_at() const { return section(kSections); }
 };
@@ -136,6 +150,7 @@ gpu_context::impl::~impl() {
     (void)cudaSetDevice(device);
     if (compute) (void)cudaStreamSynchronize(compute);
     if (copy) (void)cudaStreamSynchronize(copy);
+    for (auto &[key, exec] : graph_execs) (void)cudaGraphExecDestroy(exec);
     if (blas) (void)cublasDestroy(blas);
     if (weights) (void)cudaFree(weights);
     if (kv) (void)cudaFree(kv);
@@ -491,6 +506,35 @@ bool gpu_context::impl::forward(int n_tok, int n_out, int slot, std::string &err
                    device, "cudaMemcpyAsync (logits)", err);
 }
 
+bool gpu_context::impl::replay(int n_tok, int slot, std::string &err) {
+    auto it = graph_execs.find({n_tok, slot});
+    if (it == graph_execs.end()) {
+        // Thread-local capture: CUDA calls of other threads (another device's executor) neither
+        // break it nor get refused. cuBLAS can be captured because its workspace is fixed
+        // (cublasSetWorkspace), so it allocates nothing inside the graph.
+        cudaGraph_t graph = nullptr;
+        cudaGraphExec_t exec = nullptr;
+        std::string capture_err;
+        bool ok = cudaStreamBeginCapture(compute, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
+        if (ok) {
+            ok = forward(n_tok, n_tok, slot, capture_err);
+            ok = cudaStreamEndCapture(compute, &graph) == cudaSuccess && ok;
+        }
+        ok = ok && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
+        if (graph) (void)cudaGraphDestroy(graph);
+        if (!ok) {
+            // Nothing of a failed capture ran; the step is launched directly, and so is every
+            // later one: a capture that fails once will fail again.
+            (void)cudaGetLastError();
+            if (exec) (void)cudaGraphExecDestroy(exec);
+            graphs_failed = true;
+            return forward(n_tok, n_tok, slot, err);
+        }
+        it = graph_execs.emplace(std::make_pair(n_tok, slot), exec).first;
+    }
+    return cuda_ok(cudaGraphLaunch(it->second, compute), device, "cudaGraphLaunch", err);
+}
+
 bool gpu_context::impl::run(int n_tok, int n_out, size_t count, std::string &err) {
     const int slot = ring;
     // the copy may overwrite meta_dev[slot] only once the batch before last stopped reading it
@@ -501,7 +545,8 @@ bool gpu_context::impl::run(int n_tok, int n_out, size_t count, std::string &err
         !cuda_ok(cudaStreamWaitEvent(compute, uploaded[slot], 0), device, "cudaStreamWaitEvent", err))
         return false;
     ring ^= 1;
-    const bool ok = forward(n_tok, n_out, slot, err);
+    const bool decode_step = n_out == n_tok && n_tok <= kMaxGraphTokens;
+    const bool ok = graphs && !graphs_failed && decode_step ? replay(n_tok, slot, err) : forward(n_tok, n_out, slot, err);
     // recorded even after a failed launch, so the next upload into this slot waits for what
     // did get queued
     const cudaError_t recorded = cudaEventRecord(consumed[slot], compute);
@@ -672,6 +717,8 @@ void gpu_context::clear(int seq) {
 int gpu_context::n_past(int seq) const { return p_->n_past[static_cast<size_t>(seq)]; }
 const llama_model &gpu_context::model() const { return p_->model; }
 int gpu_context::device() const { return p_->device; }
+void gpu_context::use_graphs(bool on) { p_->graphs = on; }
+bool gpu_context::graphs_in_use() const { return p_->graphs && !p_->graphs_failed; }
 int gpu_context::kv_block_size() const { return p_->block_size; }
 int gpu_context::n_kv_blocks() const { return p_->n_blocks; }
 size_t gpu_context::weight_bytes() const { return p_->weight_size; }

@@ -10,7 +10,7 @@
 // - Per step: the batch's tokens, positions and the tables of its slots go up, the logits of
 //   the rows that asked for them come back; everything else stays on the device.
 // - Streams: copies of the next batch's metadata run on a copy stream while the compute
-//   stream finishes; logits come back through pinned memory.
+//   stream finishes; logits come back through pinned memory. Decode steps replay CUDA graphs.
 //
 // The header needs no CUDA: without the toolkit (ACTORSERVE_CUDA=OFF) create() fails with the
 // reason and gpu_device_count() returns 0, so callers build and run the same either way.
@@ -63,6 +63,12 @@ public:
     // Sequence 0, as llama_context::eval: appends tokens, last one's logits in logits(0).
     bool eval(std::span<const int32_t> tokens, std::string &err);
     void truncate(int n, int seq = 0);
+
+    // CUDA graphs for decode steps (on by default): a step of at most 64 tokens that all want
+    // logits replays a graph captured for its size. Off: every step launches its kernels.
+    // Both compute the same bits. If a capture fails, graphs stay off for this context.
+    void use_graphs(bool on);
+    bool graphs_in_use() const;
 
     int device() const;
     int kv_block_size() const;

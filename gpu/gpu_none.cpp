@@ -47,6 +47,8 @@ bool gpu_context::eval(std::span<const int32_t>, std::string &err) {
 }
 void gpu_context::truncate(int, int) {}
 int gpu_context::device() const { return -1; }
+void gpu_context::use_graphs(bool) {}
+bool gpu_context::graphs_in_use() const { return false; }
 int gpu_context::kv_block_size() const { return 0; }
 int gpu_context::n_kv_blocks() const { return 0; }
 size_t gpu_context::weight_bytes() const { return 0; }

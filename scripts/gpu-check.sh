@@ -87,6 +87,8 @@ if step tests 180 bash -o pipefail -c "ctest --test-dir $BUILD -R '^gpu\.' --out
 fi
 
 step gpu_bench 120 bash -o pipefail -c "$BUILD/bin/gpu_bench --model $MODEL --batch $BATCH --tokens $TOKENS --repeat 3 | tee $OURS"
+# the same without CUDA graphs: what replaying decode steps as graphs buys
+step gpu_bench-no-graphs 90 bash -o pipefail -c "$BUILD/bin/gpu_bench --model $MODEL --batch $BATCH --tokens $TOKENS --repeat 3 --no-graphs | tee $TMP/gpu_bench_no_graphs.jsonl"
 step export-hf 60 $BUILD/bin/gpu_bench --model $MODEL --export-hf "$TMP/hf"
 # the prompt's token ids come from gpu_bench's output: both run exactly the same tokens
 step torch_bench 180 bash -o pipefail -c "'$PY' scripts/gpu_torch_bench.py --hf '$TMP/hf' --prompts $OURS --batch $BATCH --tokens $TOKENS --repeat 3 | tee $THEIRS"

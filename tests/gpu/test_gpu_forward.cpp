@@ -341,3 +341,44 @@ TEST_CASE("gpu forward: a sequence continued from another slot's prefix blocks g
         check_close(gpu->logits(1), cpu.logits().data(), "slot", 1, step);
     }
 }
+
+TEST_CASE("gpu forward: decode steps replayed from CUDA graphs compute the bits that direct launches compute") {
+    const size_t n = prompts().size();
+    std::string err;
+    // The same 8 sequences twice: decode steps of 8 tokens, then of 1 token (two graph sizes,
+    // each on both metadata buffers), once with graphs and once without.
+    auto run = [&](bool graphs) {
+        auto gpu = make_gpu(params(static_cast<int>(n)));
+        gpu->use_graphs(graphs);
+        std::vector<batch_token> batch;
+        for (size_t p = 0; p < n; ++p) {
+            const auto b = prompt_batch(prompts()[p], static_cast<int>(p), 0);
+            batch.insert(batch.end(), b.begin(), b.end());
+        }
+        REQUIRE_MESSAGE(gpu->decode(batch, err), err);
+        std::vector<float> out;
+        std::vector<int32_t> next(n);
+        for (size_t p = 0; p < n; ++p) next[p] = argmax(gpu->logits(p));
+        for (int step = 0; step < 6; ++step) {
+            batch.clear();
+            for (size_t p = 0; p < n; ++p)
+                batch.push_back({next[p], static_cast<int32_t>(p), gpu->n_past(static_cast<int>(p)), true});
+            REQUIRE_MESSAGE(gpu->decode(batch, err), err);
+            for (size_t p = 0; p < n; ++p) {
+                out.insert(out.end(), gpu->logits(p), gpu->logits(p) + n_vocab());
+                next[p] = argmax(gpu->logits(p));
+            }
+        }
+        for (int step = 0; step < 4; ++step) { // sequence 3 alone
+            batch.assign(1, {next[3], 3, gpu->n_past(3), true});
+            REQUIRE_MESSAGE(gpu->decode(batch, err), err);
+            out.insert(out.end(), gpu->logits(0), gpu->logits(0) + n_vocab());
+            next[3] = argmax(gpu->logits(0));
+        }
+        if (graphs) CHECK_MESSAGE(gpu->graphs_in_use(), "a graph capture failed; steps fell back to direct launches");
+        return out;
+    };
+    const std::vector<float> with = run(true), without = run(false);
+    REQUIRE(with.size() == without.size());
+    CHECK(std::memcmp(with.data(), without.data(), with.size() * sizeof(float)) == 0);
+}
