@@ -14,6 +14,22 @@ namespace actorserve {
 
 class llama_model;
 
+struct context_params {
+    int n_ctx = 2048;    // positions a sequence may reach
+    int n_batch = 512;   // most tokens one decode() takes (a prompt up to this long is one chunk)
+    int n_seq = 1;       // sequence slots (batch_token::seq is a slot index)
+    int n_threads = 0;   // 0: physical cores
+    int kv_block_size = 32; // positions per KV block; rounded up to a positive multiple of 32
+    int n_kv_blocks = 0;    // 0: slot mode, each slot owns ceil(n_ctx / kv_block_size) blocks;
+                            // > 0: pool mode, a pool of this many blocks given out by set_blocks()
+    // Sum every attention dot in one order (the multi-token one) whatever the number of a
+    // sequence's tokens in the batch, so its KV and logits do not depend on how its tokens
+    // were split into steps: a prompt in one chunk or several, a prefix reused from another
+    // request, a sequence recomputed after preemption all give the same bits. Off: decode
+    // follows llama.cpp's single-token order too (bit-identical to llama.cpp).
+    bool chunk_invariant = false;
+};
+
 struct batch_token {
     int32_t token = 0;
     int32_t seq = 0;     // [0, n_seq)

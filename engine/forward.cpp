@@ -12,43 +12,21 @@
 
 namespace actorserve {
 
-namespace {
-// kv_block_size as used: a positive multiple of 32, so a 32-key attention step never straddles
-// two blocks.
-int round_block_size(int b) { return std::max(32, (b + 31) / 32 * 32); }
-} // namespace
-
 size_t llama_context::kv_bytes_per_block(const llama_hparams &hp, int block_size) {
-    return static_cast<size_t>(hp.n_layer) * 2 * round_block_size(block_size) * hp.n_kv() * sizeof(uint16_t);
+    return static_cast<size_t>(hp.n_layer) * 2 * round_kv_block_size(block_size) * hp.n_kv() * sizeof(uint16_t);
 }
 
 llama_context::llama_context(const llama_model &model, const context_params &params)
-    : model_(model), params_(params),
+    : model_(model), slots_(params, model.hparams().n_vocab),
       pool_(params.n_threads > 0 ? params.n_threads : thread_pool::default_threads()) {
     const llama_hparams &hp = model.hparams();
+    const context_params &p = slots_.params();
     n_vocab_ = hp.n_vocab;
-    params_.n_ctx = std::max(1, params_.n_ctx);
-    params_.n_batch = std::max(1, params_.n_batch);
-    params_.n_seq = std::max(1, params_.n_seq);
-    params_.kv_block_size = block_size_ = round_block_size(params_.kv_block_size);
-    params_.n_kv_blocks = std::max(0, params_.n_kv_blocks);
-    const size_t S = static_cast<size_t>(params_.n_seq), T = static_cast<size_t>(params_.n_batch);
-    n_ctx_pad_ = (params_.n_ctx + 31) / 32 * 32;
-    n_past_.assign(S, 0);
-    seq_last_.assign(S, -1);
-    seq_count_.assign(S, 0);
-
-    pool_mode_ = params_.n_kv_blocks > 0;
-    const int nb = (params_.n_ctx + block_size_ - 1) / block_size_; // blocks a slot owns in slot mode
-    n_blocks_ = pool_mode_ ? params_.n_kv_blocks : params_.n_seq * nb;
+    const size_t T = static_cast<size_t>(p.n_batch);
+    block_size_ = slots_.block_size();
+    n_ctx_pad_ = (p.n_ctx + 31) / 32 * 32;
     block_halves_ = kv_bytes_per_block(hp, block_size_) / sizeof(uint16_t);
-    kv_.assign(static_cast<size_t>(n_blocks_) * block_halves_, 0);
-    tables_.resize(S);
-    if (!pool_mode_)
-        for (size_t s = 0; s < S; ++s) {
-            tables_[s].resize(static_cast<size_t>(nb));
-            std::iota(tables_[s].begin(), tables_[s].end(), static_cast<int32_t>(s) * nb);
-        }
+    kv_.assign(static_cast<size_t>(slots_.n_blocks()) * block_halves_, 0);
 
     x_.resize(T * hp.n_embd);
     xb_.resize(T * hp.n_embd);
@@ -70,109 +48,25 @@ uint16_t *llama_context::kv_layer(int32_t block, int il) {
     return &kv_[static_cast<size_t>(block) * block_halves_ + static_cast<size_t>(il) * 2 * block_size_ * hp.n_kv()];
 }
 
-int llama_context::capacity(int seq) const {
-    const size_t held = tables_[static_cast<size_t>(seq)].size() * static_cast<size_t>(block_size_);
-    return static_cast<int>(std::min(held, static_cast<size_t>(params_.n_ctx)));
-}
-
-void llama_context::truncate(int n, int seq) {
-    assert(seq >= 0 && seq < params_.n_seq && n >= 0 && n <= n_past_[static_cast<size_t>(seq)]);
-    n_past_[static_cast<size_t>(seq)] = n;
-}
+void llama_context::truncate(int n, int seq) { slots_.truncate(n, seq); }
 
 void llama_context::set_blocks(int seq, std::span<const int32_t> table, int n_past) {
-    assert(pool_mode_ && "set_blocks: slot mode owns its blocks");
-    assert(seq >= 0 && seq < params_.n_seq);
-    assert(n_past >= 0 && n_past <= params_.n_ctx &&
-           static_cast<size_t>(n_past) <= table.size() * static_cast<size_t>(block_size_));
-    for ([[maybe_unused]] int32_t b : table) assert(b >= 0 && b < n_blocks_);
-    tables_[static_cast<size_t>(seq)].assign(table.begin(), table.end());
-    n_past_[static_cast<size_t>(seq)] = n_past;
+    slots_.set_blocks(seq, table, n_past);
 }
 
-void llama_context::clear(int seq) {
-    assert(pool_mode_ && "clear: slot mode owns its blocks");
-    assert(seq >= 0 && seq < params_.n_seq);
-    tables_[static_cast<size_t>(seq)].clear();
-    n_past_[static_cast<size_t>(seq)] = 0;
-}
-
-bool llama_context::check_token(int32_t token, size_t index, std::string &err) const {
-    if (token >= 0 && token < n_vocab_) return true;
-    err = "token id " + std::to_string(token) + " at index " + std::to_string(index) +
-          " is outside the vocabulary [0, " + std::to_string(n_vocab_) + ")";
-    return false;
-}
+void llama_context::clear(int seq) { slots_.clear(seq); }
 
 bool llama_context::decode(std::span<const batch_token> batch, std::string &err) {
-    if (batch.empty()) {
-        err = "nothing to evaluate: the batch is empty";
-        return false;
-    }
-    if (batch.size() > static_cast<size_t>(params_.n_batch)) {
-        err = "batch of " + std::to_string(batch.size()) + " tokens exceeds n_batch " + std::to_string(params_.n_batch);
-        return false;
-    }
-    std::fill(seq_last_.begin(), seq_last_.end(), -1);
-    std::fill(seq_count_.begin(), seq_count_.end(), 0);
-    for (size_t i = 0; i < batch.size(); ++i) {
-        const batch_token &b = batch[i];
-        if (!check_token(b.token, i, err)) return false;
-        if (b.seq < 0 || b.seq >= params_.n_seq) {
-            err = "sequence " + std::to_string(b.seq) + " at index " + std::to_string(i) + " is outside [0, " +
-                  std::to_string(params_.n_seq) + ")";
-            return false;
-        }
-        const size_t s = static_cast<size_t>(b.seq);
-        const int expected = seq_last_[s] >= 0 ? seq_last_[s] + 1 : n_past_[s];
-        if (b.pos != expected) {
-            err = "token at index " + std::to_string(i) + " has position " + std::to_string(b.pos) + " but sequence " +
-                  std::to_string(b.seq) + " continues at " + std::to_string(expected);
-            return false;
-        }
-        if (b.pos >= params_.n_ctx) {
-            err = "context overflow: sequence " + std::to_string(b.seq) + " would reach position " +
-                  std::to_string(b.pos) + ", context size " + std::to_string(params_.n_ctx);
-            return false;
-        }
-        if (b.pos >= capacity(b.seq)) {
-            err = "KV blocks exhausted: sequence " + std::to_string(b.seq) + " would reach position " +
-                  std::to_string(b.pos) + " but its " + std::to_string(tables_[s].size()) + " blocks of " +
-                  std::to_string(block_size_) + " hold " + std::to_string(capacity(b.seq)) + " positions";
-            return false;
-        }
-        seq_last_[s] = b.pos;
-        ++seq_count_[s];
-    }
+    if (!slots_.check_batch(batch, err)) return false;
     forward(batch);
-    for (size_t s = 0; s < seq_last_.size(); ++s)
-        if (seq_last_[s] >= 0) n_past_[s] = seq_last_[s] + 1;
+    slots_.commit_batch();
     return true;
 }
 
 bool llama_context::eval(std::span<const int32_t> tokens, std::string &err) {
-    if (tokens.empty()) {
-        err = "nothing to evaluate: the token list is empty";
-        return false;
-    }
-    if (tokens.size() > static_cast<size_t>(params_.n_ctx - n_past_[0])) {
-        err = "context overflow: " + std::to_string(n_past_[0]) + " tokens so far + " + std::to_string(tokens.size()) +
-              " new > context size " + std::to_string(params_.n_ctx);
-        return false;
-    }
-    if (static_cast<int64_t>(tokens.size()) > capacity(0) - n_past_[0]) {
-        err = "KV blocks exhausted: sequence 0 has " + std::to_string(n_past_[0]) + " tokens + " +
-              std::to_string(tokens.size()) + " new but its " + std::to_string(tables_[0].size()) + " blocks of " +
-              std::to_string(block_size_) + " hold " + std::to_string(capacity(0)) + " positions";
-        return false;
-    }
-    for (size_t i = 0; i < tokens.size(); ++i)
-        if (!check_token(tokens[i], i, err)) return false;
-    for (size_t i = 0; i < tokens.size(); i += static_cast<size_t>(params_.n_batch)) {
-        const size_t n = std::min(static_cast<size_t>(params_.n_batch), tokens.size() - i);
-        eval_batch_.clear(); // capacity n_batch, reserved once
-        for (size_t t = 0; t < n; ++t)
-            eval_batch_.push_back({tokens[i + t], 0, n_past_[0] + static_cast<int32_t>(t), i + t + 1 == tokens.size()});
+    if (!slots_.check_eval(tokens, err)) return false;
+    for (size_t i = 0; i < tokens.size(); i += static_cast<size_t>(slots_.params().n_batch)) {
+        slots_.eval_chunk(tokens, i, eval_batch_); // capacity n_batch, reserved once
         if (!decode(eval_batch_, err)) return false; // validated above; cannot fail halfway
     }
     return true;
@@ -203,7 +97,7 @@ void llama_context::forward(std::span<const batch_token> batch) {
                 rope_norm(&k_[t * NKV + h * HD], HD, hp.n_rot, pos, hp.rope_theta, hp.rope_freq_scale, model_.rope_freqs());
             // K row at offset pos % B of the position's block, V column there
             const int B = block_size_, off = pos % B;
-            uint16_t *kl = kv_layer(tables_[static_cast<size_t>(seq)][static_cast<size_t>(pos / B)], il);
+            uint16_t *kl = kv_layer(slots_.table(seq)[static_cast<size_t>(pos / B)], il);
             uint16_t *kc = kl + static_cast<size_t>(off) * NKV; // (n_kv,)
             uint16_t *vc = kl + static_cast<size_t>(B) * NKV + off; // (n_kv,) stride B
             if (off == 0) // a block's first position: clear the rest of its V (see kv_)
@@ -279,11 +173,11 @@ void llama_context::attention(std::span<const batch_token> batch, int il) {
             uint16_t *ph = &ph_[static_cast<size_t>(h) * n_ctx_pad_];
             for (int t = 0; t < n_tok; ++t) {
                 const size_t s = static_cast<size_t>(batch[t].seq);
-                const int32_t *table = tables_[s].data();
+                const int32_t *table = slots_.table(static_cast<int>(s)).data();
                 const int n_keys = batch[t].pos + 1; // causal: positions 0 .. pos
-                const int n_kv = std::min((seq_last_[s] + 1 + 31) / 32 * 32, n_ctx_pad_);
-                assert(static_cast<size_t>(n_kv) <= tables_[s].size() * B);
-                const bool gemm = seq_count_[s] > 1 || params_.chunk_invariant;
+                const int n_kv = std::min((slots_.last(static_cast<int>(s)) + 1 + 31) / 32 * 32, n_ctx_pad_);
+                assert(static_cast<size_t>(n_kv) <= slots_.table(static_cast<int>(s)).size() * B);
+                const bool gemm = slots_.count(static_cast<int>(s)) > 1 || slots_.params().chunk_invariant;
                 float (*const dot)(int, const uint16_t *, const uint16_t *) = gemm ? dot_f16_gemm : dot_f16_lanes;
                 const auto vmul = gemm ? matvec_f16_gemm_paged : matvec_f16_lanes_paged;
                 convert_row_f16(&q_[t * NQ + h * HD], qh, HD);

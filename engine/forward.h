@@ -14,27 +14,13 @@
 #include <vector>
 
 #include "engine/decoder.h"
+#include "engine/kv_slots.h"
 #include "engine/matmul.h"
 #include "engine/model.h"
 #include "engine/thread_pool.h"
 
 namespace actorserve {
 
-struct context_params {
-    int n_ctx = 2048;    // positions a sequence may reach
-    int n_batch = 512;   // most tokens one decode() takes (a prompt up to this long is one chunk)
-    int n_seq = 1;       // sequence slots (batch_token::seq is a slot index)
-    int n_threads = 0;   // 0: physical cores
-    int kv_block_size = 32; // positions per KV block; rounded up to a positive multiple of 32
-    int n_kv_blocks = 0;    // 0: slot mode, each slot owns ceil(n_ctx / kv_block_size) blocks;
-                            // > 0: pool mode, a pool of this many blocks given out by set_blocks()
-    // Sum every attention dot in one order (the multi-token one) whatever the number of a
-    // sequence's tokens in the batch, so its KV and logits do not depend on how its tokens
-    // were split into steps: a prompt in one chunk or several, a prefix reused from another
-    // request, a sequence recomputed after preemption all give the same bits. Off: decode
-    // follows llama.cpp's single-token order too (bit-identical to llama.cpp).
-    bool chunk_invariant = false;
-};
 
 // The KV cache is paged: a pool of blocks of kv_block_size positions, and for each sequence
 // slot a block table; position p of a slot lives in block table[p / B] at offset p % B.
@@ -65,7 +51,7 @@ public:
     // Sequence 0: appends `tokens` and leaves the last one's logits in logits().
     bool eval(std::span<const int32_t> tokens, std::string &err);
     std::span<const float> logits() const { return {logits_.data(), static_cast<size_t>(n_vocab_)}; }
-    int n_past(int seq = 0) const override { return n_past_[static_cast<size_t>(seq)]; }
+    int n_past(int seq = 0) const override { return slots_.n_past(seq); }
     // Forgets positions >= n of a sequence (n <= n_past): it continues from n.
     void truncate(int n, int seq = 0);
 
@@ -82,26 +68,23 @@ public:
     // Bytes of one KV block of block_size positions (rounded up as in context_params):
     // n_layer * 2 (K and V) * block_size * n_kv half-precision values.
     static size_t kv_bytes_per_block(const llama_hparams &hp, int block_size);
-    int kv_block_size() const { return block_size_; }
-    int n_kv_blocks() const { return n_blocks_; } // the pool; slot mode: n_seq * ceil(n_ctx / B)
+    int kv_block_size() const { return slots_.block_size(); }
+    int n_kv_blocks() const { return slots_.n_blocks(); } // the pool; slot mode: n_seq * ceil(n_ctx / B)
 
-    int n_ctx() const { return params_.n_ctx; }
-    int n_seq() const { return params_.n_seq; }
+    int n_ctx() const { return slots_.params().n_ctx; }
+    int n_seq() const { return slots_.params().n_seq; }
     const llama_model &model() const override { return model_; }
     int n_threads() const { return pool_.size(); }
 
 private:
-    bool check_token(int32_t token, size_t index, std::string &err) const;
-    int capacity(int seq) const; // positions the slot's table holds, at most n_ctx
     void forward(std::span<const batch_token> batch);
     void attention(std::span<const batch_token> batch, int layer);
     uint16_t *kv_layer(int32_t block, int layer); // K (B, n_kv) then V (n_kv, B) of one block
 
     const llama_model &model_;
-    context_params params_;
+    kv_slots slots_; // the normalized params, positions and block tables of the slots; batch checks
     thread_pool pool_;
     int n_vocab_ = 0;
-    std::vector<int> n_past_;   // (n_seq,)
 
     // KV cache in half precision (as llama.cpp's default F16 cache), paged. A block holds, per
     // layer, K as (B, n_kv) rows and V transposed as (n_kv, B), one row per channel, so that an
@@ -112,17 +95,10 @@ private:
     // layer's V for the rest of the block: a block reused from another sequence shows zeros past
     // the new end, not the old sequence's values. The pool starts zeroed; after truncate() or a
     // set_blocks() into the middle of a block, what lies past the end is V this engine wrote.
-    int block_size_ = 0;             // B
-    int n_blocks_ = 0;               // blocks in the pool (slot mode: n_seq * nb)
-    bool pool_mode_ = false;
+    int block_size_ = 0;             // B (slots_.block_size())
     size_t block_halves_ = 0;        // n_layer * 2 * B * n_kv
     int n_ctx_pad_ = 0;              // n_ctx rounded up to 32: the longest attention row
     std::vector<uint16_t> kv_;       // (n_blocks, n_layer, 2 * B * n_kv)
-    std::vector<std::vector<int32_t>> tables_; // (n_seq, blocks) block table of each slot
-
-    // Per-token facts of the batch being run (sized n_batch, allocated once).
-    std::vector<int> seq_last_;     // (n_seq,) last position of each sequence in this batch, or -1
-    std::vector<int> seq_count_;    // (n_seq,) its tokens in this batch
 
     // Scratch for one batch (T = n_batch rows), allocated once.
     std::vector<float> x_;      // (T, n_embd) residual stream

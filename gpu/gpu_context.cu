@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstring>
 #include <map>
-#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -25,9 +24,6 @@
 namespace actorserve {
 
 namespace {
-
-// kv_block_size as used: a positive multiple of 32, as llama_context rounds it.
-int round_block_size(int b) { return std::max(32, (b + 31) / 32 * 32); }
 
 constexpr size_t kWorkspaceBytes = size_t{32} << 20; // cuBLAS workspace (NVIDIA's suggestion for Hopper)
 constexpr size_t kStagingBytes = size_t{64} << 20;   // each of the two weight upload buffers
@@ -50,7 +46,8 @@ size_t matrix_halves(const weight_matrix &w) { return static_cast<size_t>(w.n_in
 } // namespace
 
 struct gpu_context::impl {
-    impl(const llama_model &m, const context_params &p, int dev) : model(m), params(p), device(dev) {}
+    impl(const llama_model &m, const context_params &p, int dev)
+        : model(m), slots(p, m.hparams().n_vocab), params(slots.params()), device(dev) {}
     ~impl();
     impl(const impl &) = delete;
     impl &operator=(const impl &) = delete;
@@ -59,8 +56,6 @@ struct gpu_context::impl {
     void plan_weights(arena &a);
     void plan_scratch(arena &a);
     bool upload_weights(std::string &err);
-    bool check_token(int32_t token, size_t index, std::string &err) const;
-    int capacity(int seq) const; // positions the slot's table holds, at most n_ctx
     // Uploads the metadata in meta_host[slot], runs the batch, brings the logits back.
     bool run(int n_tok, int n_out, size_t meta_count, std::string &err);
     bool forward(int n_tok, int n_out, int slot, std::string &err);
@@ -70,19 +65,16 @@ struct gpu_context::impl {
               int layer, std::string &err);
 
     const llama_model &model;
-    context_params params;
+    kv_slots slots;        // positions, block tables and batch checks: exactly llama_context's
+    context_params params; // as normalized by slots
     const int device;
 
-    // --- host bookkeeping, as llama_context's ---
+    // --- host side, from slots ---
     int n_vocab = 0;
     int block_size = 0;  // B
     int n_blocks = 0;    // blocks in the pool (slot mode: n_seq * table_len)
     int table_len = 0;   // ceil(n_ctx / B): the table entries a position < n_ctx can reach
-    bool pool_mode = false;
     size_t block_halves = 0; // one block: n_layer * 2 * B * n_kv
-    std::vector<int> n_past;                   // (n_seq,)
-    std::vector<std::vector<int32_t>> tables;  // (n_seq, blocks)
-    std::vector<int> seq_last;                 // (n_seq,) last position in the batch being run, or -1
     std::vector<int> seq_row;                  // (n_seq,) its table's row in the batch's metadata, or -1
     std::vector<batch_token> eval_batch;       // (n_batch,) eval()'s chunk
 
@@ -210,27 +202,14 @@ bool gpu_context::impl::init(std::string &err) {
     const llama_hparams &hp = model.hparams();
     const std::string gpu = "GPU " + std::to_string(device) + ": ";
 
-    // --- host bookkeeping: exactly llama_context's constructor ---
+    // --- host side: the slots' normalized params and layout ---
     n_vocab = hp.n_vocab;
-    params.n_ctx = std::max(1, params.n_ctx);
-    params.n_batch = std::max(1, params.n_batch);
-    params.n_seq = std::max(1, params.n_seq);
-    params.kv_block_size = block_size = round_block_size(params.kv_block_size);
-    params.n_kv_blocks = std::max(0, params.n_kv_blocks);
+    block_size = slots.block_size();
+    n_blocks = slots.n_blocks();
+    table_len = slots.table_len();
     const size_t S = static_cast<size_t>(params.n_seq), T = static_cast<size_t>(params.n_batch);
-    n_past.assign(S, 0);
-    seq_last.assign(S, -1);
     seq_row.assign(S, -1);
-    pool_mode = params.n_kv_blocks > 0;
-    table_len = (params.n_ctx + block_size - 1) / block_size;
-    n_blocks = pool_mode ? params.n_kv_blocks : params.n_seq * table_len;
     block_halves = llama_context::kv_bytes_per_block(hp, block_size) / sizeof(uint16_t);
-    tables.resize(S);
-    if (!pool_mode)
-        for (size_t s = 0; s < S; ++s) {
-            tables[s].resize(static_cast<size_t>(table_len));
-            std::iota(tables[s].begin(), tables[s].end(), static_cast<int32_t>(s) * table_len);
-        }
     eval_batch.reserve(T);
     // a batch holds at most min(n_seq, n_batch) distinct sequences, one table each
     meta_count = tables_at() + std::min(S, T) * static_cast<size_t>(table_len);
@@ -405,18 +384,6 @@ bool gpu_context::impl::upload_weights(std::string &err) {
     return cuda_ok(cudaStreamSynchronize(copy), device, "cudaStreamSynchronize (weight upload)", err);
 }
 
-int gpu_context::impl::capacity(int seq) const {
-    const size_t held = tables[static_cast<size_t>(seq)].size() * static_cast<size_t>(block_size);
-    return static_cast<int>(std::min(held, static_cast<size_t>(params.n_ctx)));
-}
-
-bool gpu_context::impl::check_token(int32_t token, size_t index, std::string &err) const {
-    if (token >= 0 && token < n_vocab) return true;
-    err = "token id " + std::to_string(token) + " at index " + std::to_string(index) +
-          " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")";
-    return false;
-}
-
 // y (n_rows, n_out) = beta * y + x (n_rows, n_in) W^T, W row-major (n_out, n_in). In cuBLAS's
 // column-major terms W is (n_in, n_out), so y^T = op_T(W) x^T with every leading dimension the
 // row length.
@@ -580,44 +547,7 @@ std::unique_ptr<gpu_context> gpu_context::create(const llama_model &model, const
 bool gpu_context::decode(std::span<const batch_token> batch, std::string &err) {
     impl &c = *p_;
     if (!cuda_ok(cudaSetDevice(c.device), c.device, "cudaSetDevice", err)) return false;
-    // --- validation: llama_context::decode's checks and messages, in its order ---
-    if (batch.empty()) {
-        err = "nothing to evaluate: the batch is empty";
-        return false;
-    }
-    if (batch.size() > static_cast<size_t>(c.params.n_batch)) {
-        err = "batch of " + std::to_string(batch.size()) + " tokens exceeds n_batch " + std::to_string(c.params.n_batch);
-        return false;
-    }
-    std::fill(c.seq_last.begin(), c.seq_last.end(), -1);
-    for (size_t i = 0; i < batch.size(); ++i) {
-        const batch_token &b = batch[i];
-        if (!c.check_token(b.token, i, err)) return false;
-        if (b.seq < 0 || b.seq >= c.params.n_seq) {
-            err = "sequence " + std::to_string(b.seq) + " at index " + std::to_string(i) + " is outside [0, " +
-                  std::to_string(c.params.n_seq) + ")";
-            return false;
-        }
-        const size_t s = static_cast<size_t>(b.seq);
-        const int expected = c.seq_last[s] >= 0 ? c.seq_last[s] + 1 : c.n_past[s];
-        if (b.pos != expected) {
-            err = "token at index " + std::to_string(i) + " has position " + std::to_string(b.pos) + " but sequence " +
-                  std::to_string(b.seq) + " continues at " + std::to_string(expected);
-            return false;
-        }
-        if (b.pos >= c.params.n_ctx) {
-            err = "context overflow: sequence " + std::to_string(b.seq) + " would reach position " +
-                  std::to_string(b.pos) + ", context size " + std::to_string(c.params.n_ctx);
-            return false;
-        }
-        if (b.pos >= c.capacity(b.seq)) {
-            err = "KV blocks exhausted: sequence " + std::to_string(b.seq) + " would reach position " +
-                  std::to_string(b.pos) + " but its " + std::to_string(c.tables[s].size()) + " blocks of " +
-                  std::to_string(c.block_size) + " hold " + std::to_string(c.capacity(b.seq)) + " positions";
-            return false;
-        }
-        c.seq_last[s] = b.pos;
-    }
+    if (!c.slots.check_batch(batch, err)) return false; // llama_context's checks and messages
 
     // --- the batch's metadata into the pinned buffer of this turn ---
     const int slot = c.ring;
@@ -635,12 +565,12 @@ bool gpu_context::decode(std::span<const batch_token> batch, std::string &err) {
         const size_t s = static_cast<size_t>(b.seq);
         if (c.seq_row[s] < 0) { // the sequence's first token: its table goes up once
             c.seq_row[s] = n_rows++;
-            const std::vector<int32_t> &t = c.tables[s];
+            const std::vector<int32_t> &t = c.slots.table(b.seq);
             std::copy_n(t.data(), std::min(t.size(), len), tables + static_cast<size_t>(c.seq_row[s]) * len);
         }
         tokens[i] = b.token;
         pos[i] = b.pos;
-        last[i] = c.seq_last[s];
+        last[i] = c.slots.last(b.seq);
         row[i] = c.seq_row[s];
         if (b.logits) out[n_out++] = static_cast<int32_t>(i);
     }
@@ -649,8 +579,7 @@ bool gpu_context::decode(std::span<const batch_token> batch, std::string &err) {
     // On a CUDA failure the positions stay as they were: whatever reached the cache lies at
     // positions >= n_past, which nothing reads before they are written again.
     if (!c.run(static_cast<int>(batch.size()), n_out, count, err)) return false;
-    for (size_t s = 0; s < c.seq_last.size(); ++s)
-        if (c.seq_last[s] >= 0) c.n_past[s] = c.seq_last[s] + 1;
+    c.slots.commit_batch();
     return true;
 }
 
@@ -661,60 +590,23 @@ const float *gpu_context::logits(size_t i) const {
 bool gpu_context::eval(std::span<const int32_t> tokens, std::string &err) {
     impl &c = *p_;
     if (!cuda_ok(cudaSetDevice(c.device), c.device, "cudaSetDevice", err)) return false;
-    if (tokens.empty()) {
-        err = "nothing to evaluate: the token list is empty";
-        return false;
-    }
-    if (tokens.size() > static_cast<size_t>(c.params.n_ctx - c.n_past[0])) {
-        err = "context overflow: " + std::to_string(c.n_past[0]) + " tokens so far + " + std::to_string(tokens.size()) +
-              " new > context size " + std::to_string(c.params.n_ctx);
-        return false;
-    }
-    if (static_cast<int64_t>(tokens.size()) > c.capacity(0) - c.n_past[0]) {
-        err = "KV blocks exhausted: sequence 0 has " + std::to_string(c.n_past[0]) + " tokens + " +
-              std::to_string(tokens.size()) + " new but its " + std::to_string(c.tables[0].size()) + " blocks of " +
-              std::to_string(c.block_size) + " hold " + std::to_string(c.capacity(0)) + " positions";
-        return false;
-    }
-    for (size_t i = 0; i < tokens.size(); ++i)
-        if (!c.check_token(tokens[i], i, err)) return false;
-    const size_t n_batch = static_cast<size_t>(c.params.n_batch);
-    for (size_t i = 0; i < tokens.size(); i += n_batch) {
-        const size_t n = std::min(n_batch, tokens.size() - i);
-        c.eval_batch.clear(); // capacity n_batch, reserved once
-        for (size_t t = 0; t < n; ++t)
-            c.eval_batch.push_back({tokens[i + t], 0, c.n_past[0] + static_cast<int32_t>(t), i + t + 1 == tokens.size()});
+    if (!c.slots.check_eval(tokens, err)) return false;
+    for (size_t i = 0; i < tokens.size(); i += static_cast<size_t>(c.params.n_batch)) {
+        c.slots.eval_chunk(tokens, i, c.eval_batch); // capacity n_batch, reserved once
         if (!decode(c.eval_batch, err)) return false; // validated above; only a CUDA failure stops it here
     }
     return true;
 }
 
-void gpu_context::truncate(int n, int seq) {
-    impl &c = *p_;
-    assert(seq >= 0 && seq < c.params.n_seq && n >= 0 && n <= c.n_past[static_cast<size_t>(seq)]);
-    c.n_past[static_cast<size_t>(seq)] = n;
-}
+void gpu_context::truncate(int n, int seq) { p_->slots.truncate(n, seq); }
 
 void gpu_context::set_blocks(int seq, std::span<const int32_t> table, int n_past) {
-    impl &c = *p_;
-    assert(c.pool_mode && "set_blocks: slot mode owns its blocks");
-    assert(seq >= 0 && seq < c.params.n_seq);
-    assert(n_past >= 0 && n_past <= c.params.n_ctx &&
-           static_cast<size_t>(n_past) <= table.size() * static_cast<size_t>(c.block_size));
-    for ([[maybe_unused]] int32_t b : table) assert(b >= 0 && b < c.n_blocks);
-    c.tables[static_cast<size_t>(seq)].assign(table.begin(), table.end());
-    c.n_past[static_cast<size_t>(seq)] = n_past;
+    p_->slots.set_blocks(seq, table, n_past);
 }
 
-void gpu_context::clear(int seq) {
-    impl &c = *p_;
-    assert(c.pool_mode && "clear: slot mode owns its blocks");
-    assert(seq >= 0 && seq < c.params.n_seq);
-    c.tables[static_cast<size_t>(seq)].clear();
-    c.n_past[static_cast<size_t>(seq)] = 0;
-}
+void gpu_context::clear(int seq) { p_->slots.clear(seq); }
 
-int gpu_context::n_past(int seq) const { return p_->n_past[static_cast<size_t>(seq)]; }
+int gpu_context::n_past(int seq) const { return p_->slots.n_past(seq); }
 const llama_model &gpu_context::model() const { return p_->model; }
 int gpu_context::device() const { return p_->device; }
 void gpu_context::use_graphs(bool on) { p_->graphs = on; }
