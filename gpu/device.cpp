@@ -8,8 +8,6 @@
 
 namespace actorserve {
 
-bool gpu_built() { return true; }
-
 int gpu_device_count(std::string &why) {
     int n = 0;
     const cudaError_t e = cudaGetDeviceCount(&n);

@@ -36,8 +36,6 @@ struct gpu_device_info {
     size_t free_bytes = 0;    // free now
 };
 
-// Whether this build has the CUDA backend at all.
-bool gpu_built();
 // CUDA devices visible to this process; 0 with `why` set when there are none: a build without
 // CUDA, no driver, no device (the CUDA runtime's own message is quoted).
 int gpu_device_count(std::string &why);

@@ -9,8 +9,6 @@ constexpr const char *k_no_cuda =
     "this build has no CUDA backend (configure with -DACTORSERVE_CUDA=ON where the CUDA toolkit is installed)";
 }
 
-bool gpu_built() { return false; }
-
 int gpu_device_count(std::string &why) {
     why = k_no_cuda;
     return 0;
