@@ -8,6 +8,7 @@
 #include "net/auth.h"
 #include "net/http_session.h"
 #include "net/server_impl.h"
+#include "net/static_files.h"
 
 namespace actorserve {
 
@@ -52,7 +53,7 @@ std::unique_ptr<server> server::start(caf::actor_system &sys, const server_confi
     s->created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     if (!cfg.api_keys_file.empty() && !load_api_keys(cfg.api_keys_file, s->api_keys, err)) return nullptr;
     std::error_code fec;
-    const std::string web = cfg.web_dir.empty() ? std::string(ACTORSERVE_WEB_DIR) : cfg.web_dir;
+    const std::string web = cfg.web_dir.empty() ? std::string(default_web_dir()) : cfg.web_dir;
     s->web_root = std::filesystem::weakly_canonical(web, fec).string();
     if (fec || !std::filesystem::is_directory(s->web_root)) spdlog::warn("web page directory {} not found: GET / answers 404", web);
 

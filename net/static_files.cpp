@@ -28,6 +28,8 @@ bool safe_name_char(char c) {
 
 } // namespace
 
+const char *default_web_dir() { return ACTORSERVE_WEB_DIR; }
+
 static_result load_static(const std::string &web_root, std::string_view target, static_file &out) {
     if (target.empty() || target[0] != '/') return static_result::bad_path;
     std::string rel(target.substr(1));

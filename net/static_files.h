@@ -16,6 +16,10 @@ struct static_file {
 
 enum class static_result { ok, not_found, bad_path };
 
+// The source tree's web/, where the page lives when server.web_dir is not set. (Compiled into
+// static_files.cpp alone, so that no other file's compilation depends on where the tree lies.)
+const char *default_web_dir();
+
 // target: the path part of the request target ("/", "/app.js").
 static_result load_static(const std::string &web_root, std::string_view target, static_file &out);
 

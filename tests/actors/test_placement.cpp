@@ -3,6 +3,7 @@
 // placement does not know what a device is), so this runs on any machine: requests are spread
 // over both, each sequence gives exactly what one device gives it, cancellation reaches the
 // device holding the request, and both pools end empty.
+#include "tests/support/paths.h"
 #include <doctest/doctest.h>
 
 #include <map>
@@ -70,7 +71,7 @@ struct fixture {
     std::unique_ptr<tokenizer> tok;
     fixture() {
         std::string err;
-        model = llama_model::load(ACTORSERVE_MODEL_PATH, err);
+        model = llama_model::load(test_paths::model(), err);
         REQUIRE_MESSAGE(model, "cannot load the model (run scripts/setup.sh): " << err);
         tok = tokenizer::from_gguf(model->file(), err);
         REQUIRE_MESSAGE(tok, err);

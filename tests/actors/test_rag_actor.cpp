@@ -2,6 +2,7 @@
 // in (added, unchanged, replaced, rejected), searches find them with and without filters, the
 // file keeps them for the next start, a flood is answered (some of it overloaded) request by
 // request, and a chat request grounded in the knowledge base cites its sources.
+#include "tests/support/paths.h"
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -20,7 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kEmbedDir = (fs::path(ACTORSERVE_MODEL_PATH).parent_path() / "all-MiniLM-L6-v2").string();
+const std::string kEmbedDir = test_paths::embed_model_dir();
 
 // A folder of its own per test, removed at the end.
 struct temp_dir {
@@ -153,7 +154,7 @@ chat_request ask(int64_t id, std::vector<chat_message> messages, std::optional<r
 
 runtime_config small_config() {
     runtime_config c;
-    c.model_path = ACTORSERVE_MODEL_PATH;
+    c.model_path = test_paths::model();
     c.n_threads = 2;
     c.n_ctx = 1024;
     c.max_seqs = 4;

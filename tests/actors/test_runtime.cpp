@@ -1,6 +1,7 @@
 // The runtime through its public API, with real CAF actors: sessions stream text, concurrent
 // requests get exactly what they get alone, cancellation and floods end every request
 // explicitly, and the KV pool is empty once every session is done.
+#include "tests/support/paths.h"
 #include <doctest/doctest.h>
 
 #include <map>
@@ -14,7 +15,7 @@ namespace {
 
 runtime_config small_config() {
     runtime_config c;
-    c.model_path = ACTORSERVE_MODEL_PATH;
+    c.model_path = test_paths::model();
     c.n_threads = 2;
     c.n_ctx = 512;
     c.max_seqs = 16;

@@ -2,6 +2,7 @@
 // never changes what a greedy sequence produces, prefix blocks are reused, memory pressure
 // preempts the youngest and recomputes it, and every path ends with all blocks free. Without a
 // model, on tiny settings: each request is counted once by how it ended, and admitted once.
+#include "tests/support/paths.h"
 #include <doctest/doctest.h>
 
 #include <map>
@@ -20,7 +21,7 @@ struct fixture {
     std::unique_ptr<tokenizer> tok;
     fixture() {
         std::string err;
-        model = llama_model::load(ACTORSERVE_MODEL_PATH, err);
+        model = llama_model::load(test_paths::model(), err);
         REQUIRE_MESSAGE(model, "cannot load the model (run scripts/setup.sh): " << err);
         tok = tokenizer::from_gguf(model->file(), err);
         REQUIRE_MESSAGE(tok, err);

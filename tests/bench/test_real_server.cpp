@@ -1,11 +1,12 @@
-// actorserve-bench against the real server and runtime in-process (tests/net/test_client.h's
+// actorserve-bench against the real server and runtime in-process (tests/support/test_client.h's
 // server_fixture, on a free loopback port): a short closed-loop run over each protocol.
-#include "../net/test_client.h"
+#include "tests/support/test_client.h"
 
 #include "bench/loadgen/report.h"
 #include "bench/loadgen/runner.h"
 #include "bench/loadgen/svg_chart.h"
 
+#include <unistd.h>
 #include <filesystem>
 
 using namespace loadgen;
@@ -71,7 +72,7 @@ TEST_CASE("real server: a short closed-loop run over the WebSocket protocol adds
     auto p = short_run(fx.port(), "ws://127.0.0.1:PORT/v1/ws", "");
     check_consistent(p);
     std::string err;
-    const std::string dir = "/tmp/actorserve-bench-test-svg";
+    const std::string dir = "/tmp/actorserve-bench-test-svg-" + std::to_string(::getpid());
     auto files = write_charts(dir, {p, p}, /*sweep=*/true, err);
     CHECK(files.size() == 5);
     std::filesystem::remove_all(dir);

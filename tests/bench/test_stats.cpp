@@ -1,5 +1,6 @@
 // The report's arithmetic and the pieces around it, on known data: nearest-rank percentiles,
 // run summaries, the workload sequence, URL parsing, SSE framing, the JSON report and the SVG.
+#include <unistd.h>
 #include <doctest/doctest.h>
 
 #include <boost/json.hpp>
@@ -129,7 +130,7 @@ TEST_CASE("paraphrase: always changes the text and keeps its words") {
 }
 
 TEST_CASE("prompts file: prompt and messages lines, and a bad line named") {
-    const std::string path = "/tmp/actorserve-bench-prompts-test.jsonl";
+    const std::string path = "/tmp/actorserve-bench-prompts-test-" + std::to_string(::getpid()) + ".jsonl";
     std::string err;
     REQUIRE(write_text_file(path, "{\"prompt\": \"Hi\"}\n\n{\"messages\": [{\"role\":\"user\",\"content\":\"Yo\"}]}\n", err));
     auto ps = load_prompts_jsonl(path, err);

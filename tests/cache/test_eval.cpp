@@ -2,6 +2,7 @@
 // at the compiled-in default threshold, with the near-miss guard, no near miss is served and at
 // least 60% of paraphrases are. Needs the embedding model (models/all-MiniLM-L6-v2, fetched by
 // scripts/setup.sh). bench/cache_eval prints the whole curve.
+#include "tests/support/paths.h"
 #include <doctest/doctest.h>
 
 #include "bench/cache_eval.h"
@@ -20,7 +21,7 @@ using namespace actorserve::cache_eval;
 TEST_CASE("evaluation set: has enough pairs of every kind") {
     std::vector<pair> set;
     std::string err;
-    REQUIRE_MESSAGE(load_set(ACTORSERVE_SOURCE_DIR "/tests/cache/eval_set.jsonl", set, err), err);
+    REQUIRE_MESSAGE(load_set(test_paths::source() + "/tests/cache/eval_set.jsonl", set, err), err);
     std::map<std::string, int> kinds;
     int para = 0, near = 0;
     for (const pair &p : set) {
@@ -76,11 +77,11 @@ outcome run_set(embedder &emb, const std::string &path) {
 
 TEST_CASE("semantic cache at the default threshold: no false hit, >= 60% of paraphrases hit") {
     std::string err;
-    auto emb = embedder::load(ACTORSERVE_SOURCE_DIR "/models/all-MiniLM-L6-v2", err, 2);
+    auto emb = embedder::load(test_paths::embed_model_dir(), err, 2);
     REQUIRE_MESSAGE(emb, err);
     for (const char *set : {"/tests/cache/eval_set.jsonl", "/tests/cache/eval_holdout.jsonl"}) {
         CAPTURE(set);
-        const outcome o = run_set(*emb, std::string(ACTORSERVE_SOURCE_DIR) + set);
+        const outcome o = run_set(*emb, test_paths::source() + set);
         CHECK(o.false_hits == 0);
         CHECK(o.para_hits * 100 >= 60 * o.para);
     }

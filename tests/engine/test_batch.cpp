@@ -1,5 +1,6 @@
 // Batched forward: sixteen sequences run together give each sequence exactly the logits it
 // gets alone, for the prompt and for every decode step after it.
+#include "tests/support/paths.h"
 #include <doctest/doctest.h>
 #include <simdjson.h>
 
@@ -17,7 +18,7 @@ constexpr int kSeqs = 16, kSteps = 8;
 std::vector<std::vector<int32_t>> fixture_prompts() {
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
-    const std::string path = std::string(ACTORSERVE_FIXTURES_DIR) + "/generation_smollm2.json";
+    const std::string path = test_paths::fixtures() + "/generation_smollm2.json";
     REQUIRE_MESSAGE(parser.load(path).get(doc) == simdjson::SUCCESS, "cannot read " << path);
     std::vector<std::vector<int32_t>> out;
     for (simdjson::dom::element p : doc["prompts"].get_array()) {
@@ -33,7 +34,7 @@ int32_t argmax(const float *l, int n) { return static_cast<int32_t>(std::max_ele
 
 TEST_CASE("batch: 16 sequences decoded together match each sequence run alone, bit for bit") {
     std::string err;
-    auto model = llama_model::load(ACTORSERVE_MODEL_PATH, err);
+    auto model = llama_model::load(test_paths::model(), err);
     REQUIRE_MESSAGE(model, "cannot load the model (run scripts/setup.sh): " << err);
     const int V = model->hparams().n_vocab;
     const std::vector<std::vector<int32_t>> base = fixture_prompts();
@@ -89,7 +90,7 @@ TEST_CASE("batch: 16 sequences decoded together match each sequence run alone, b
 
 TEST_CASE("batch: positions must continue each sequence; a bad batch changes nothing") {
     std::string err;
-    auto model = llama_model::load(ACTORSERVE_MODEL_PATH, err);
+    auto model = llama_model::load(test_paths::model(), err);
     REQUIRE(model);
     context_params cp;
     cp.n_ctx = 16;

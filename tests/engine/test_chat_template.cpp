@@ -1,6 +1,7 @@
 // Chat templates: SmolLM2's real template (read from the model file) and a Llama 3 template
 // render exactly what Jinja renders for them (expected strings produced with jinja2 from the
 // same template sources); unknown templates are errors that name the supported families.
+#include "tests/support/paths.h"
 #include "engine/chat_template.h"
 #include "engine/gguf.h"
 
@@ -18,7 +19,7 @@ const std::string kSmolSystem =
 // The template stored in the model. A missing model fails the test, never skips it.
 chat_template smollm_template() {
     std::string err;
-    auto file = gguf_file::open(ACTORSERVE_MODEL_PATH, err);
+    auto file = gguf_file::open(test_paths::model().c_str(), err);
     REQUIRE_MESSAGE(file, err, " (run scripts/setup.sh to fetch the model)");
     const auto src = file->get_string("tokenizer.chat_template");
     REQUIRE(src);

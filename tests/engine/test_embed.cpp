@@ -2,12 +2,14 @@
 // (tests/fixtures/embeddings_minilm.json, from scripts/gen_embed_reference.sh), batch against
 // one-by-one, and bad input (corrupt safetensors, wrong shapes, missing files, invalid UTF-8)
 // rejected with an error that names the problem.
+#include "tests/support/paths.h"
 #include "engine/bert.h"
 #include "engine/embedder.h"
 #include "engine/json_reader.h"
 #include "engine/safetensors.h"
 #include "engine/wordpiece.h"
 
+#include <unistd.h>
 #include <doctest/doctest.h>
 #include <simdjson.h>
 
@@ -28,7 +30,7 @@ namespace {
 // Where scripts/setup.sh puts the model: beside the default GGUF, in models/.
 std::string model_dir() {
     if (const char *d = std::getenv("ACTORSERVE_EMBED_MODEL_DIR")) return d;
-    return (fs::path(ACTORSERVE_MODEL_PATH).parent_path() / "all-MiniLM-L6-v2").string();
+    return test_paths::embed_model_dir();
 }
 
 constexpr double kMinCosine = 0.999; // against PyTorch float32, fixture rounded to 6 decimals
@@ -43,7 +45,7 @@ const std::vector<ref_case> &fixture() {
     static const std::vector<ref_case> cases = [] {
         simdjson::dom::parser parser;
         simdjson::dom::element doc;
-        const std::string path = std::string(ACTORSERVE_FIXTURES_DIR) + "/embeddings_minilm.json";
+        const std::string path = test_paths::fixtures() + "/embeddings_minilm.json";
         REQUIRE_MESSAGE(parser.load(path).get(doc) == simdjson::SUCCESS, "cannot read " << path);
         std::vector<ref_case> out;
         for (simdjson::dom::element c : doc["cases"].get_array()) {
@@ -126,7 +128,7 @@ std::vector<tiny_tensor> tiny_tensors() {
 }
 
 fs::path write_tiny_model(const std::string &name, std::vector<tiny_tensor> tensors) {
-    const fs::path dir = fs::temp_directory_path() / ("actorserve_test_embed_" + name);
+    const fs::path dir = fs::temp_directory_path() / ("actorserve_test_embed_" + name + "_" + std::to_string(::getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir);
     write_bytes(dir / "config.json",

@@ -1,5 +1,6 @@
 // The forward pass against llama.cpp: logits after each reference prompt and greedy
 // continuations, from tests/fixtures/generation_smollm2.json (scripts/gen_reference.py).
+#include "tests/support/paths.h"
 #include <doctest/doctest.h>
 #include <simdjson.h>
 
@@ -29,7 +30,7 @@ struct golden_prompt {
 std::vector<golden_prompt> load_fixture() {
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
-    const std::string path = std::string(ACTORSERVE_FIXTURES_DIR) + "/generation_smollm2.json";
+    const std::string path = test_paths::fixtures() + "/generation_smollm2.json";
     REQUIRE_MESSAGE(parser.load(path).get(doc) == simdjson::SUCCESS, "cannot read " << path);
     std::vector<golden_prompt> out;
     for (simdjson::dom::element p : doc["prompts"].get_array()) {
@@ -51,7 +52,7 @@ int32_t argmax(std::span<const float> v) {
 const llama_model &model() {
     static std::unique_ptr<llama_model> m = [] {
         std::string err;
-        auto p = llama_model::load(ACTORSERVE_MODEL_PATH, err);
+        auto p = llama_model::load(test_paths::model(), err);
         if (!p) FAIL("cannot load the model (run scripts/setup.sh): " << err);
         return p;
     }();

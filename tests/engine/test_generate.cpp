@@ -1,6 +1,7 @@
 // Generation: the stop filter on hand-made streams, then generate() on the real model checked
 // against a greedy loop written out by hand (eval + argmax), with stop strings, max_tokens,
 // a full context and cancellation. Kept to a few dozen decode steps in all.
+#include "tests/support/paths.h"
 #include "engine/generate.h"
 #include "engine/stop_filter.h"
 #include "engine/utf8.h"
@@ -135,7 +136,7 @@ const smollm &model() {
     static smollm m;
     if (!m.model) {
         std::string err;
-        m.model = llama_model::load(ACTORSERVE_MODEL_PATH, err);
+        m.model = llama_model::load(test_paths::model(), err);
         REQUIRE_MESSAGE(m.model, err, " (run scripts/setup.sh to fetch the model)");
         m.tok = tokenizer::from_gguf(m.model->file(), err);
         REQUIRE_MESSAGE(m.tok, err);

@@ -1,5 +1,6 @@
 // GGUF reader: files built byte by byte with gguf_writer.h read back exactly, the real model
 // opens, and every corruption is rejected with an error that names the file and the problem.
+#include "tests/support/paths.h"
 #include "engine/gguf.h"
 #include "gguf_writer.h"
 
@@ -128,7 +129,7 @@ struct mapped_model {
     const uint8_t *data = nullptr;
     size_t size = 0;
     mapped_model() {
-        const int fd = ::open(ACTORSERVE_MODEL_PATH, O_RDONLY | O_CLOEXEC);
+        const int fd = ::open(test_paths::model().c_str(), O_RDONLY | O_CLOEXEC);
         struct stat st {};
         if (fd < 0 || fstat(fd, &st) != 0) {
             if (fd >= 0) ::close(fd);
@@ -436,7 +437,7 @@ TEST_CASE("gguf: open() maps a file on disk and reads what from_memory reads") {
 
 TEST_CASE("gguf: the SmolLM2 model opens with 272 llama tensors of the expected types and shapes") {
     std::string err;
-    const auto f = gguf_file::open(ACTORSERVE_MODEL_PATH, err);
+    const auto f = gguf_file::open(test_paths::model().c_str(), err);
     INFO("error: ", err);
     REQUIRE(f);
     CHECK(f->version() == 3);

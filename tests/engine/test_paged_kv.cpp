@@ -1,6 +1,7 @@
 // Paged KV cache: in pool mode, sequences whose block tables are scattered across the pool,
 // share prefix blocks, or reuse blocks another sequence wrote give the logits of slot mode bit
 // for bit; a sequence whose table is too short fails cleanly.
+#include "tests/support/paths.h"
 #include <doctest/doctest.h>
 #include <simdjson.h>
 
@@ -20,7 +21,7 @@ constexpr int kSteps = 3; // greedy decode steps after each prompt
 std::vector<std::vector<int32_t>> fixture_prompts() {
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
-    const std::string path = std::string(ACTORSERVE_FIXTURES_DIR) + "/generation_smollm2.json";
+    const std::string path = test_paths::fixtures() + "/generation_smollm2.json";
     REQUIRE_MESSAGE(parser.load(path).get(doc) == simdjson::SUCCESS, "cannot read " << path);
     std::vector<std::vector<int32_t>> out;
     for (simdjson::dom::element p : doc["prompts"].get_array()) {
@@ -41,7 +42,7 @@ std::vector<int32_t> concat(const std::vector<int32_t> &a, const std::vector<int
 const llama_model &model() {
     static std::unique_ptr<llama_model> m = [] {
         std::string err;
-        auto p = llama_model::load(ACTORSERVE_MODEL_PATH, err);
+        auto p = llama_model::load(test_paths::model(), err);
         if (!p) FAIL("cannot load the model (run scripts/setup.sh): " << err);
         return p;
     }();

@@ -1,5 +1,6 @@
 // Perplexity against llama.cpp's on the same tokens: tests/fixtures/perplexity_smollm2.json,
 // made by scripts/ref_perplexity.py (the command is in the fixture).
+#include "tests/support/paths.h"
 #include <doctest/doctest.h>
 #include <simdjson.h>
 
@@ -35,7 +36,7 @@ struct fixture {
 fixture load_fixture() {
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
-    const std::string path = std::string(ACTORSERVE_FIXTURES_DIR) + "/perplexity_smollm2.json";
+    const std::string path = test_paths::fixtures() + "/perplexity_smollm2.json";
     REQUIRE_MESSAGE(parser.load(path).get(doc) == simdjson::SUCCESS, "cannot read " << path);
     fixture f;
     f.n_ctx = static_cast<int>(int64_t(doc["n_ctx"]));
@@ -58,7 +59,7 @@ TEST_CASE("log_softmax: the log of a softmax probability, shifted by the maximum
 
 TEST_CASE("perplexity: first chunks of GPL-3 within 1% of llama.cpp's figure") {
     std::string err;
-    auto model = llama_model::load(ACTORSERVE_MODEL_PATH, err);
+    auto model = llama_model::load(test_paths::model(), err);
     REQUIRE_MESSAGE(model, "cannot load the model (run scripts/setup.sh): " << err);
     const fixture f = load_fixture();
     REQUIRE(f.running_ppl.size() >= static_cast<size_t>(kChunks));
@@ -90,7 +91,7 @@ TEST_CASE("perplexity: first chunks of GPL-3 within 1% of llama.cpp's figure") {
 
 TEST_CASE("perplexity: too few tokens, or a chunk larger than the context, is refused with the counts") {
     std::string err;
-    auto model = llama_model::load(ACTORSERVE_MODEL_PATH, err);
+    auto model = llama_model::load(test_paths::model(), err);
     REQUIRE_MESSAGE(model, err);
     llama_context ctx(*model, context_params{.n_ctx = 64, .n_threads = 1});
     std::vector<int32_t> tokens(100, 42);

@@ -1,5 +1,6 @@
 // Weight quantizers against ggml's reference rules on hand-worked blocks, and the model loaded
 // with every --weights format.
+#include "tests/support/paths.h"
 #include <doctest/doctest.h>
 #include <simdjson.h>
 
@@ -277,7 +278,7 @@ std::vector<const weight_matrix *> matrices(const llama_model &m) {
 std::vector<std::vector<int32_t>> fixture_prompts() {
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
-    const std::string path = std::string(ACTORSERVE_FIXTURES_DIR) + "/generation_smollm2.json";
+    const std::string path = test_paths::fixtures() + "/generation_smollm2.json";
     REQUIRE_MESSAGE(parser.load(path).get(doc) == simdjson::SUCCESS, "cannot read " << path);
     std::vector<std::vector<int32_t>> out;
     for (simdjson::dom::element p : doc["prompts"].get_array()) {
@@ -309,7 +310,7 @@ float margin(std::vector<float> v) {
 
 TEST_CASE("load: every weight format gives a working model; f32, f16 and q8_0 pick native's top token") {
     std::string err;
-    auto native = llama_model::load(ACTORSERVE_MODEL_PATH, err);
+    auto native = llama_model::load(test_paths::model(), err);
     REQUIRE_MESSAGE(native, "cannot load the model (run scripts/setup.sh): " << err);
     CHECK(native->owned_weight_bytes() == 0);
     for (const weight_matrix *w : matrices(*native)) CHECK(w->data == w->tensor->data); // in place
@@ -339,7 +340,7 @@ TEST_CASE("load: every weight format gives a working model; f32, f16 and q8_0 pi
                            expect{weight_format::q8_0, tensor_type::q8_0, true}, expect{weight_format::q4_0, tensor_type::q4_0, false},
                            expect{weight_format::q4_1, tensor_type::q4_1, false}}) {
         CAPTURE(weight_format_name(e.f));
-        auto m = llama_model::load(ACTORSERVE_MODEL_PATH, load_options{.weights = e.f, .n_threads = 2}, err);
+        auto m = llama_model::load(test_paths::model(), load_options{.weights = e.f, .n_threads = 2}, err);
         REQUIRE_MESSAGE(m, err);
         CHECK(m->weights() == e.f);
         CHECK(m->tied_output());

@@ -1,6 +1,7 @@
 // Tokenizer: tiny hand-built vocabularies pin the BPE rules; the real SmolLM2 vocabulary is
 // checked against ids that llama.cpp produced (the golden fixture), and utf8_stream against
 // byte-at-a-time feeding.
+#include "tests/support/paths.h"
 #include "engine/tokenizer.h"
 #include "engine/utf8.h"
 #include "gguf_writer.h"
@@ -23,7 +24,7 @@ const tokenizer &smollm() {
     static std::unique_ptr<tokenizer> tok;
     if (!tok) {
         std::string err;
-        file = gguf_file::open(ACTORSERVE_MODEL_PATH, err);
+        file = gguf_file::open(test_paths::model().c_str(), err);
         REQUIRE_MESSAGE(file, err, " (run scripts/setup.sh to fetch the model)");
         tok = tokenizer::from_gguf(*file, err);
         REQUIRE_MESSAGE(tok, err);
@@ -236,7 +237,7 @@ TEST_CASE("smollm2: encode from several threads at once gives the same ids") {
 // add_bos=False, special=True), encodes to exactly llama.cpp's ids and decodes back.
 TEST_CASE("smollm2: golden fixture matches llama.cpp for every string") {
     const tokenizer &t = smollm();
-    const std::string path = std::string(ACTORSERVE_FIXTURES_DIR) + "/tokenizer_smollm2.jsonl";
+    const std::string path = test_paths::fixtures() + "/tokenizer_smollm2.jsonl";
     REQUIRE_MESSAGE(std::filesystem::exists(path), path, " is missing (scripts/gen_reference.sh writes it)");
     simdjson::ondemand::parser parser;
     simdjson::padded_string json;
@@ -276,7 +277,7 @@ TEST_CASE("smollm2: golden fixture matches llama.cpp for every string") {
 // The chat prompts of the greedy-decoding fixture were tokenized by llama.cpp too.
 TEST_CASE("smollm2: generation fixture prompts encode to llama.cpp's prompt ids") {
     const tokenizer &t = smollm();
-    const std::string path = std::string(ACTORSERVE_FIXTURES_DIR) + "/generation_smollm2.json";
+    const std::string path = test_paths::fixtures() + "/generation_smollm2.json";
     REQUIRE_MESSAGE(std::filesystem::exists(path), path, " is missing (scripts/gen_reference.sh writes it)");
     simdjson::ondemand::parser parser;
     simdjson::padded_string json;

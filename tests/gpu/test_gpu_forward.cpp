@@ -4,6 +4,7 @@
 // agree, logits agree within kRelTol of their range, batching and prefix sharing change
 // nothing, and a bad batch fails with the CPU's message and leaves the context as it was.
 // Runs on device 0, or $ACTORSERVE_GPU_DEVICE; without a device gpu_test_main skips it.
+#include "tests/support/paths.h"
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -39,7 +40,7 @@ const llama_model &model() {
         std::string err;
         load_options opts;
         opts.weights = weight_format::f16;
-        auto p = llama_model::load(ACTORSERVE_MODEL_PATH, opts, err);
+        auto p = llama_model::load(test_paths::model(), opts, err);
         if (!p) FAIL("cannot load the model (run scripts/setup.sh): " << err);
         return p;
     }();

@@ -2,7 +2,7 @@
 // cache, a paraphrase by the semantic cache, a near miss is generated; `cache: false` opts out;
 // the caches survive a restart, and a corrupt cache file is set aside. Real model, real
 // embedder (models/all-MiniLM-L6-v2), real FAISS, over WebSocket and the OpenAI API.
-#include "tests/net/test_client.h"
+#include "tests/support/test_client.h"
 
 #include <filesystem>
 
@@ -30,7 +30,7 @@ actorserve::server_config cache_config(const fs::path &dir) {
     auto c = server_fixture::config();
     c.runtime.cache.enabled = true;
     c.runtime.cache.dir = dir.string();
-    c.runtime.cache.embed_model_dir = (fs::path(ACTORSERVE_MODEL_PATH).parent_path() / "all-MiniLM-L6-v2").string();
+    c.runtime.cache.embed_model_dir = test_paths::embed_model_dir();
     return c;
 }
 
@@ -195,7 +195,7 @@ TEST_CASE("cache: the caches survive a restart; a corrupt cache file is set asid
 TEST_CASE("cache: configs/actorserve.toml loads with its [cache] table; bad cache settings are named") {
     actorserve::server_config cfg;
     std::string err;
-    REQUIRE_MESSAGE(actorserve::load_config_file(std::string(ACTORSERVE_SOURCE_DIR) + "/configs/actorserve.toml", cfg, err), err);
+    REQUIRE_MESSAGE(actorserve::load_config_file(test_paths::source() + "/configs/actorserve.toml", cfg, err), err);
     REQUIRE_MESSAGE(actorserve::validate(cfg, err), err);
     const actorserve::cache_settings &c = cfg.runtime.cache;
     CHECK(c.enabled);
@@ -215,7 +215,7 @@ TEST_CASE("cache: configs/actorserve.toml loads with its [cache] table; bad cach
 
     temp_file bad_threshold("[cache]\nsemantic_threshold = 1.5\n");
     actorserve::server_config c3;
-    c3.runtime.model_path = ACTORSERVE_MODEL_PATH;
+    c3.runtime.model_path = test_paths::model();
     REQUIRE(actorserve::load_config_file(bad_threshold.path(), c3, err));
     CHECK_FALSE(actorserve::validate(c3, err));
     CHECK_MESSAGE(err.find("cache.semantic_threshold") != std::string::npos, err);

@@ -2,7 +2,7 @@
 // /health, /v1/models, the OpenAI-compatible chat and completion endpoints (whole and streamed),
 // their errors, API keys, the connection limit, the static web page (and path traversal), /metrics,
 // and the cancellation of a streamed request whose client disconnects.
-#include "tests/net/test_client.h"
+#include "tests/support/test_client.h"
 
 #include <filesystem>
 #include <future>
@@ -13,7 +13,7 @@ using actorserve::server_config;
 
 namespace {
 
-std::string model_id() { return std::filesystem::path(ACTORSERVE_MODEL_PATH).stem().string(); }
+std::string model_id() { return std::filesystem::path(test_paths::model()).stem().string(); }
 
 std::string chat_body(const std::string &content, int max_tokens, json::object extra = {}) {
     json::object o{{"messages", json::array{json::object{{"role", "user"}, {"content", content}}}},

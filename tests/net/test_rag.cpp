@@ -3,7 +3,7 @@
 // [rag] max_body_bytes refused with 413; chat answers over WebSocket and the OpenAI API carrying
 // their sources. Real model, real embedder (models/all-MiniLM-L6-v2), real knowledge base on a
 // temporary file. Documents are one short chunk each: embedding is the slow part.
-#include "tests/net/test_client.h"
+#include "tests/support/test_client.h"
 
 #include <filesystem>
 
@@ -32,7 +32,7 @@ actorserve::server_config rag_config(const fs::path &dir) {
     auto c = server_fixture::config();
     c.runtime.rag.enabled = true;
     c.runtime.rag.file = (dir / "knowledge.rag").string();
-    c.runtime.rag.embed_model_dir = (fs::path(ACTORSERVE_MODEL_PATH).parent_path() / "all-MiniLM-L6-v2").string();
+    c.runtime.rag.embed_model_dir = test_paths::embed_model_dir();
     c.runtime.rag.budget_tokens = 256; // the test context is 1024 positions
     c.rag_max_body_bytes = 16384;
     return c;

@@ -2,7 +2,7 @@
 // streaming, multi-turn sessions, cancel, resume after dropped connections at random points,
 // every refusal of bad input, authentication and origins, connection limits, a client that does
 // not read, retention, and graceful shutdown.
-#include "tests/net/test_client.h"
+#include "tests/support/test_client.h"
 #include "net/stream_waker.h"
 
 #include <cstdlib>
@@ -808,7 +808,16 @@ TEST_CASE("ws: a request nobody follows for retention_s is cancelled and forgott
         rid = head.request_id;
         a.drop();
     }
-    std::this_thread::sleep_for(3s);
+    // The sweep (every second) forgets it once it has gone unfollowed for retention_s: wait for
+    // the retained-request gauge to read 0 rather than for a fixed time.
+    const auto forgotten_by = std::chrono::steady_clock::now() + 30s;
+    bool forgotten = false;
+    while (!forgotten && std::chrono::steady_clock::now() < forgotten_by) {
+        const http_reply m = http_get(fx.port(), "/metrics");
+        forgotten = m.status == 200 && m.body.find("\nactorserve_retained_requests 0\n") != std::string::npos;
+        if (!forgotten) std::this_thread::sleep_for(50ms);
+    }
+    REQUIRE_MESSAGE(forgotten, "the request was still retained 30 s after its connection dropped");
     ws_client b;
     REQUIRE(b.connect(fx.port()));
     REQUIRE(b.send_json(resume_msg(rid, 1)));

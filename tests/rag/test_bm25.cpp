@@ -1,5 +1,6 @@
 // BM25 against rank-bm25's BM25Okapi (tests/fixtures/bm25_reference.json, made by
 // scripts/gen_bm25_reference.py), and the index's bookkeeping: remove, re-add, filters.
+#include "tests/support/paths.h"
 #include <doctest/doctest.h>
 #include <simdjson.h>
 
@@ -40,7 +41,7 @@ const reference &ref() {
     static const reference r = [] {
         reference out;
         static simdjson::dom::parser parser;
-        simdjson::dom::element root = parser.load(ACTORSERVE_FIXTURES_DIR "/bm25_reference.json");
+        simdjson::dom::element root = parser.load(test_paths::fixtures() + "/bm25_reference.json");
         for (auto doc : root["corpus"].get_array()) {
             out.texts.emplace_back(std::string_view(doc["text"].get_string()));
             out.terms.push_back(strings(doc["terms"].get_array()));

@@ -1,5 +1,6 @@
 // Chunking: exact chunks on small inputs (counting words, or bytes to force cuts inside a word),
 // invariants on a generated document, and the WordPiece counter the server uses.
+#include "tests/support/paths.h"
 #include <doctest/doctest.h>
 
 #include <string>
@@ -234,7 +235,7 @@ TEST_CASE("chunker: invariants on a generated document, with and without overlap
 
 TEST_CASE("chunker: with the WordPiece counter every chunk fits the embedder's window") {
     std::string err;
-    auto tok = wordpiece_tokenizer::load(ACTORSERVE_SOURCE_DIR "/models/all-MiniLM-L6-v2/vocab.txt", err);
+    auto tok = wordpiece_tokenizer::load(test_paths::embed_model_dir() + "/vocab.txt", err);
     REQUIRE_MESSAGE(tok, err);
     const token_counter pieces = [&](std::string_view s) {
         std::vector<int32_t> ids;

@@ -1,3 +1,4 @@
+#include "tests/support/paths.h"
 #include <doctest/doctest.h>
 
 #include "engine/embedder.h"
@@ -416,7 +417,7 @@ TEST_CASE("indexed text and document hash") {
 
 TEST_CASE("knowledge base: MiniLM embeddings find the obvious document") {
     std::string err;
-    auto emb = embedder::load(ACTORSERVE_SOURCE_DIR "/models/all-MiniLM-L6-v2", err, 2);
+    auto emb = embedder::load(test_paths::embed_model_dir(), err, 2);
     REQUIRE_MESSAGE(emb, err);
     rag_settings s;
     s.dim = emb->dim();
