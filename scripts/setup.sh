@@ -32,7 +32,7 @@ APT_PACKAGES=(
   python3 python3-venv python3-pip unzip ca-certificates curl
   libpcre2-dev libcli11-dev doctest-dev libsimdjson-dev
   libcaf-dev libboost1.81-dev libtomlplusplus-dev libspdlog-dev
-  libfaiss-dev libopenblas-dev
+  libfaiss-dev libopenblas-dev ccache ninja-build
   chromium prometheus
   python3.11-doc
 )
