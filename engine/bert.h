@@ -94,7 +94,8 @@ private:
 
     const bert_model &model_;
     thread_pool pool_;
-    matmul_scratch mm_;
+    matmul_scratch mm_;                     // without BLAS
+    std::vector<float> pad_in_, pad_out_;   // with BLAS: a last tile of fewer than 64 rows
     // (n_tok, d) each, or (n_tok, n_ff) for ff
     std::vector<float> q_, k_, v_, ctx_, tmp_, ff_;
 };
