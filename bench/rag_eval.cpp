@@ -4,7 +4,7 @@
 //
 //   build-c/bin/rag_eval [--corpus data/rag-eval/python-docs] [--questions FILE] [--threads 2]
 //                        [--chunk-tokens 200] [--overlap 40] [--k1 1.5] [--b 0.75] [--rrf-k 60]
-//                        [--kb-cache FILE] [--json FILE] [--misses] [--check]
+//                        [--kb-cache FILE] [--json FILE] [--misses] [--check [--fresh]]
 //
 // Every page is read with read_document_file (id and source: the path under the corpus root
 // without ".md"; title: its first heading), chunked with the embedder's own WordPiece count and
@@ -15,10 +15,14 @@
 // case-insensitive). Reports recall@1, @5, @10 and MRR@10 per mode.
 //
 // --kb-cache FILE keeps the built knowledge base: a later run loads it and embeds only the pages
-// whose content hash (text, metadata, chunk settings) changed. --check (ctest rag.eval) always
-// builds from scratch and fails when the corpus or questions are missing or too few, when an
+// whose content hash (text, metadata, chunk settings) changed. A loaded base is first checked
+// against the code and model of this run: a few of its pages are chunked and embedded again and
+// must give the same chunks with the same vectors (cosine >= 1 - 1e-5); otherwise it is thrown
+// away and everything is embedded afresh. So a stale file costs time, never a wrong figure.
+// --check (ctest rag.eval) fails when the corpus or questions are missing or too few, when an
 // answer phrase is not in its page, or when the recall figures fall from those in docs/rag.md
-// (the conditions are at the end of main).
+// (the conditions are at the end of main). It keeps its base in the build cache outside the clone
+// (${ACTORSERVE_CACHE:-~/.cache/actorserve}/rag-eval/, docs/testing.md) unless --fresh is given.
 #include "engine/embedder.h"
 #include "engine/wordpiece.h"
 #include "rag/document.h"
@@ -32,6 +36,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -133,6 +138,45 @@ bool load_corpus(const std::string &root, std::vector<document_input> &docs, std
     return true;
 }
 
+// The build cache shared by clones of the tree (scripts/test.sh, docs/testing.md).
+std::string build_cache_dir() {
+    if (const char *c = std::getenv("ACTORSERVE_CACHE"); c && *c) return c;
+    if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/actorserve";
+    if (const char *h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/actorserve";
+    return "";
+}
+
+// Whether kb's stored copy of `d` is what this run's chunker and embedder make of it: the same
+// chunks (count, order, text) with the same vectors. Empty when it is; else what differs.
+std::string stale_reason(knowledge_base &kb, const document_input &d, const chunk_settings &chunking,
+                         const token_counter &count, embedder &emb) {
+    prepared_document p;
+    std::string err;
+    if (!prepare_document(d, chunking, count, emb, p, err)) return err;
+    const auto info = kb.document(d.id);
+    if (!info || info->chunks != p.chunks.size())
+        return d.id + ": " + std::to_string(p.chunks.size()) + " chunks now, " +
+               std::to_string(info ? info->chunks : 0) + " stored";
+    for (size_t i = 0; i < p.chunks.size(); ++i) {
+        search_request req;
+        req.query = p.chunks[i].chunk.text;
+        req.top_k = std::min(p.chunks.size(), kb.settings().max_top_k);
+        req.mode = retrieval_mode::dense;
+        req.filters.sources = {d.meta.source};
+        std::vector<passage> hits;
+        if (!kb.search(req, p.chunks[i].vec, hits, err)) return d.id + ": " + err;
+        const passage *same = nullptr;
+        for (const passage &h : hits)
+            if (h.doc_id == d.id && h.chunk_index == i) same = &h;
+        if (!same || same->text != p.chunks[i].chunk.text)
+            return d.id + ": chunk " + std::to_string(i) + " is cut differently now";
+        if (same->dense_score < 1.0f - 1e-5f)
+            return d.id + ": chunk " + std::to_string(i) + " embeds differently now (cosine " +
+                   std::to_string(same->dense_score) + ")";
+    }
+    return "";
+}
+
 struct mode_def {
     const char *name;
     retrieval_mode mode;
@@ -163,7 +207,7 @@ int main(int argc, char **argv) {
     std::string kb_cache, json_out;
     int threads = 2;
     rag_settings rs;
-    bool check = false, misses = false;
+    bool check = false, misses = false, fresh = false;
     app.add_option("--corpus", corpus, "folder of .md pages (scripts/rag_corpus.py --eval)");
     app.add_option("--questions", questions_path, "JSONL of {id, question, doc, answer}");
     app.add_option("--model", model, "all-MiniLM-L6-v2 folder");
@@ -179,13 +223,21 @@ int main(int argc, char **argv) {
     app.add_option("--json", json_out, "write the results as JSON to this file");
     app.add_flag("--misses", misses, "list, per mode, the questions not answered in the top 5");
     app.add_flag("--check", check, "exit 1 when the set is broken or recall falls from docs/rag.md (ctest rag.eval)");
+    app.add_flag("--fresh", fresh, "with --check: embed everything, ignoring the build cache");
     CLI11_PARSE(app, argc, argv);
     if (rs.chunking.overlap_tokens >= rs.chunking.max_tokens) {
         std::fprintf(stderr, "rag_eval: --overlap %zu must be below --chunk-tokens %zu\n", rs.chunking.overlap_tokens,
                      rs.chunking.max_tokens);
         return 2;
     }
-    if (check) kb_cache.clear();
+    if (check && kb_cache.empty() && !fresh) {
+        const std::string dir = build_cache_dir();
+        std::error_code ec;
+        if (!dir.empty()) fs::create_directories(dir + "/rag-eval", ec);
+        if (!dir.empty() && fs::is_directory(dir + "/rag-eval", ec))
+            kb_cache = dir + "/rag-eval/" + fs::path(corpus).filename().string() + ".kb";
+    }
+    if (fresh) kb_cache.clear();
 
     // ---- corpus and questions
     if (!fs::is_directory(corpus)) {
@@ -261,6 +313,21 @@ int main(int argc, char **argv) {
                         kb.stats().chunks);
         else if (rep.result != cache_load_report::outcome::missing)
             std::fprintf(stderr, "rag_eval: %s (building afresh)\n", rep.message.c_str());
+        // Spot check: three stored pages (spread over the corpus) made again by this run's code and
+        // model. Pages that changed are re-embedded below anyway, so only unchanged ones are tried.
+        std::vector<const document_input *> stored;
+        for (const document_input &d : docs)
+            if (!kb.needs_update(d.id, document_hash(d, rs.chunking))) stored.push_back(&d);
+        std::string why;
+        for (size_t k = 0; k < 3 && k < stored.size() && why.empty(); ++k)
+            why = stale_reason(kb, *stored[k * stored.size() / 3], rs.chunking, count, *emb);
+        if (!why.empty()) {
+            std::printf("%s is stale (%s): embedding everything afresh\n", kb_cache.c_str(), why.c_str());
+            kb.clear();
+        } else if (!stored.empty()) {
+            std::printf("%s: %zu stored pages; %zu of them chunked and embedded again, identical\n", kb_cache.c_str(),
+                        stored.size(), std::min<size_t>(3, stored.size()));
+        }
     }
     size_t corpus_tokens = 0, embedded_chunks = 0, embedded_tokens = 0, changed = 0;
     double embed_s = 0;
