@@ -2,7 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include <cstdio>
+#include <sys/random.h>
+
+#include <cerrno>
+#include <system_error>
 
 #include "include/actorserve/runtime.h"
 #include "net/relay.h"
@@ -10,7 +13,7 @@
 namespace actorserve {
 
 chat_service::chat_service(caf::actor_system &sys, const server_config &cfg)
-    : sys_(sys), cfg_(cfg), rng_(std::random_device{}()) {}
+    : sys_(sys), cfg_(cfg) {}
 
 chat_service::~chat_service() {
     std::lock_guard<std::mutex> lk(mu_);
@@ -19,12 +22,24 @@ chat_service::~chat_service() {
 
 void chat_service::attach(runtime &rt) { rt_.store(&rt); }
 
-// 128 random bits: ids are the only thing a resume presents, so they must not be guessable.
+// 128 bits from the kernel's CSPRNG (getrandom): an id is all a resume presents, so it must not
+// be guessable, and no seeded generator whose state could be rebuilt from the ids it has shown.
 std::string chat_service::new_id(const char *prefix) {
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%s%016llx%016llx", prefix, static_cast<unsigned long long>(rng_()),
-                  static_cast<unsigned long long>(rng_()));
-    return buf;
+    unsigned char bits[16];
+    size_t got = 0;
+    while (got < sizeof bits) {
+        const ssize_t n = ::getrandom(bits + got, sizeof bits - got, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw std::system_error(errno, std::generic_category(), "getrandom (request and session ids)");
+        got += static_cast<size_t>(n);
+    }
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string id(prefix);
+    for (unsigned char b : bits) {
+        id += hex[b >> 4];
+        id += hex[b & 15];
+    }
+    return id;
 }
 
 std::variant<std::shared_ptr<request_stream>, service_error>

@@ -11,7 +11,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <string>
 #include <variant>
 
@@ -75,7 +74,6 @@ private:
     std::atomic<runtime *> rt_{nullptr};
     std::atomic<bool> draining_{false};
     std::mutex mu_;
-    std::mt19937_64 rng_;
     std::map<std::string, session_entry> sessions_;
     std::map<std::string, std::shared_ptr<request_stream>> requests_;   // retained (resumable)
     std::map<request_stream *, std::weak_ptr<request_stream>> ephemeral_; // HTTP, for shutdown

@@ -356,6 +356,11 @@ TEST_CASE("http: with api_keys_file, requests other than /health need the key") 
     check_error(http_post(port, "/v1/chat/completions", chat_body("Say hi.", 2)), 401, "unauthorized", "key");
     http_reply r = http_post(port, "/v1/chat/completions", chat_body("Say hi.", 2), good);
     CHECK_MESSAGE(r.status == 200, describe(r));
+    // The scheme is case-insensitive, and one or more spaces follow it (RFC 9110).
+    CHECK(http_get(port, "/v1/models", {{"Authorization", "bearer secret-key-1"}}).status == 200);
+    CHECK(http_get(port, "/v1/models", {{"Authorization", "BEARER  secret-key-1"}}).status == 200);
+    check_error(http_get(port, "/v1/models", {{"Authorization", "Basic secret-key-1"}}), 401, "unauthorized", "Bearer");
+    check_error(http_get(port, "/v1/models", {{"Authorization", "Bearersecret-key-1"}}), 401, "unauthorized", "Bearer");
 }
 
 TEST_CASE("http: beyond max_connections a request gets 429 and the others keep working") {

@@ -83,8 +83,13 @@ void check_stream(const stream &s, int max_tokens, bool streamed = true) {
     const json::object &start = s.events.front();
     CHECK(str_of(start, "type") == "start");
     CHECK(int_of(start, "event_id") == 0);
-    CHECK(!s.request_id.empty());
-    CHECK(!s.session_id.empty());
+    // Ids carry 128 bits: a prefix and 32 lowercase hex digits.
+    const auto id_ok = [](const std::string &id, std::string_view prefix) {
+        return id.size() == prefix.size() + 32 && id.starts_with(prefix) &&
+               id.find_first_not_of("0123456789abcdef", prefix.size()) == std::string::npos;
+    };
+    CHECK_MESSAGE(id_ok(s.request_id, "r-"), s.request_id);
+    CHECK_MESSAGE(id_ok(s.session_id, "s-"), s.session_id);
     for (size_t i = 0; i < s.events.size(); ++i) {
         const json::object &e = s.events[i];
         INFO("event " << i << ": " << dump(e));
