@@ -215,8 +215,7 @@ bool bert_model::init(std::string &err) {
 // has the same bits alone or in any batch and with any thread count (tests/engine/test_embed.cpp
 // checks both); the padding costs a short query a 64-row tile. BLAS runs on the calling thread
 // only (set once below): the pool is the parallelism, as it is for the LLM's kernels.
-// Measured on the retrieval evaluation corpus (1,015 chunks, 2 threads, AMD EPYC with AVX-512):
-// docs/embeddings.md.
+// Speed before and after: docs/embeddings.md ("Speed").
 void bert_context::mm(const weight_matrix &w, const float *x, int64_t n_tok, float *y) {
     constexpr int64_t kTileRows = 64, kSliceCols = 64;
     const int64_t n_in = w.n_in, n_out = w.n_out;

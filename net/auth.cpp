@@ -1,6 +1,7 @@
 #include "net/auth.h"
 
-#include <algorithm>
+#include <boost/beast/core/string.hpp>
+
 #include <fstream>
 
 namespace actorserve {
@@ -52,11 +53,8 @@ std::optional<auth_problem> check_key(const std::vector<std::string> &keys, std:
     if (!authorization.empty()) {
         // The scheme is case-insensitive and followed by one or more spaces (RFC 9110, 11.1 and 11.4).
         const size_t sp = authorization.find(' ');
-        const std::string_view scheme = authorization.substr(0, sp);
-        const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
-        const bool is_bearer = sp != std::string_view::npos &&
-                               std::ranges::equal(scheme, std::string_view("bearer"), {}, lower);
-        if (!is_bearer) return auth_problem{errc::unauthorized, "the Authorization header must be 'Bearer <key>'"};
+        if (sp == std::string_view::npos || !boost::beast::iequals(authorization.substr(0, sp), "bearer"))
+            return auth_problem{errc::unauthorized, "the Authorization header must be 'Bearer <key>'"};
         const size_t key_at = authorization.find_first_not_of(' ', sp);
         if (key_at != std::string_view::npos) given = authorization.substr(key_at);
     } else if (access_token) {
