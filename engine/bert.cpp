@@ -209,48 +209,34 @@ bool bert_model::init(std::string &err) {
 }
 
 #if ACTORSERVE_HAVE_BLAS
-// y = x W^T for n_tok rows by OpenBLAS's sgemm, in calls of one fixed shape: tiles of kTileRows
-// token rows (the last zero-padded) against slices of kSliceCols weight rows, the slices spread
-// over the pool. Every output element is then made by the same call shape, so a text's vector
-// has the same bits alone or in any batch and with any thread count (tests/engine/test_embed.cpp
-// checks both); the padding costs a short query a 64-row tile. BLAS runs on the calling thread
-// only (set once below): the pool is the parallelism, as it is for the LLM's kernels.
-// Speed before and after: docs/embeddings.md ("Speed").
-void bert_context::mm(const weight_matrix &w, const float *x, int64_t n_tok, float *y) {
-    constexpr int64_t kTileRows = 64, kSliceCols = 64;
+// y = x W^T by OpenBLAS's sgemm: one call per tile (up to kTileRows rows of one sequence) and
+// slice of kSliceCols weight rows, the calls spread over the pool. OpenBLAS's kernels round a
+// row differently depending on its place in the call (on Zen 3's AVX2 kernel, rows 6-11 of
+// every 12 differ from rows 0-5 in the last bit), so a call never mixes sequences: a sequence's
+// tiles, and so every call that makes its outputs, are the same whether it is embedded alone or
+// in any batch, and with any thread count (tests/engine/test_embed.cpp checks both). BLAS runs
+// on the calling thread only (set once below): the pool is the parallelism, as it is for the
+// LLM's kernels. Speed before and after: docs/embeddings.md ("Speed").
+void bert_context::mm(const weight_matrix &w, const float *x, float *y) {
     const int64_t n_in = w.n_in, n_out = w.n_out;
     const float *wt = reinterpret_cast<const float *>(w.data);
-    const int64_t n_slices = (n_out + kSliceCols - 1) / kSliceCols;
-    for (int64_t t = 0; t < n_tok; t += kTileRows) {
-        const int64_t rows = std::min(kTileRows, n_tok - t);
-        const float *a = x + t * n_in;
-        float *c = y + t * n_out;
-        if (rows < kTileRows) {
-            pad_in_.assign(static_cast<size_t>(kTileRows * n_in), 0.0f);
-            std::memcpy(pad_in_.data(), a, static_cast<size_t>(rows * n_in) * sizeof(float));
-            pad_out_.resize(static_cast<size_t>(kTileRows * n_out));
-            a = pad_in_.data();
-            c = pad_out_.data();
+    const int64_t n_slices = (n_out + kSliceCols - 1) / kSliceCols, n_tiles = static_cast<int64_t>(tiles_.size());
+    pool_.parallel_for(n_tiles * n_slices, [&](int64_t j0, int64_t j1) {
+        for (int64_t j = j0; j < j1; ++j) {
+            const auto [t, rows] = tiles_[static_cast<size_t>(j / n_slices)];
+            const int64_t c0 = (j % n_slices) * kSliceCols, nc = std::min(kSliceCols, n_out - c0);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows), static_cast<int>(nc),
+                        static_cast<int>(n_in), 1.0f, x + t * n_in, static_cast<int>(n_in), wt + c0 * n_in,
+                        static_cast<int>(n_in), 0.0f, y + t * n_out + c0, static_cast<int>(n_out));
         }
-        pool_.parallel_for(n_slices, [&](int64_t s0, int64_t s1) {
-            for (int64_t s = s0; s < s1; ++s) {
-                const int64_t c0 = s * kSliceCols, nc = std::min(kSliceCols, n_out - c0);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(kTileRows), static_cast<int>(nc),
-                            static_cast<int>(n_in), 1.0f, a, static_cast<int>(n_in), wt + c0 * n_in,
-                            static_cast<int>(n_in), 0.0f, c + c0, static_cast<int>(n_out));
-            }
-        });
-        if (rows < kTileRows) std::memcpy(y + t * n_out, c, static_cast<size_t>(rows * n_out) * sizeof(float));
-    }
+    });
 }
 #else
-// Without BLAS (the GPU-only configuration): y = x W^T for n_tok rows, by engine matmul calls
-// over tiles of kTileTokens rows. matmul dots every weight row with every row of x it is given,
-// so tiles keep x in L2 and read the weights once per tile. Bit-identical whatever the tiling.
-void bert_context::mm(const weight_matrix &w, const float *x, int64_t n_tok, float *y) {
-    constexpr int64_t kTileTokens = 64;
-    for (int64_t t = 0; t < n_tok; t += kTileTokens)
-        matmul(w, x + t * w.n_in, std::min(kTileTokens, n_tok - t), y + t * w.n_out, pool_, mm_);
+// Without BLAS (the GPU-only configuration): y = x W^T by engine matmul calls, one per tile.
+// matmul dots every weight row with every row of x it is given, so tiles keep x in L2 and read
+// the weights once per tile. Bit-identical whatever the tiling.
+void bert_context::mm(const weight_matrix &w, const float *x, float *y) {
+    for (const auto &[t, rows] : tiles_) matmul(w, x + t * w.n_in, rows, y + t * w.n_out, pool_, mm_);
 }
 #endif
 
@@ -315,6 +301,13 @@ void bert_context::encode(std::span<const std::span<const int32_t>> seqs, std::v
     out.resize(nd);
     for (std::vector<float> *b : {&q_, &k_, &v_, &ctx_, &tmp_}) b->resize(nd);
     ff_.resize(static_cast<size_t>(n_tok) * static_cast<size_t>(ff));
+    // The matrix products' tiles: up to kTileRows rows, never two sequences in one (see mm).
+    tiles_.clear();
+    for (int64_t start = 0; const auto &s : seqs) {
+        const int64_t len = static_cast<int64_t>(s.size());
+        for (int64_t r = 0; r < len; r += kTileRows) tiles_.emplace_back(start + r, std::min(kTileRows, len - r));
+        start += len;
+    }
     float *x = out.data(); // (n_tok, d) the hidden states, updated in place layer by layer
 
     // Embeddings: word + position + token type 0, then LayerNorm.
@@ -333,24 +326,24 @@ void bert_context::encode(std::span<const std::span<const int32_t>> seqs, std::v
     }
 
     for (const bert_layer &L : model_.layers()) {
-        mm(L.wq, x, n_tok, q_.data());
-        mm(L.wk, x, n_tok, k_.data());
-        mm(L.wv, x, n_tok, v_.data());
+        mm(L.wq, x, q_.data());
+        mm(L.wk, x, k_.data());
+        mm(L.wv, x, v_.data());
         for (int64_t i = 0; i < n_tok; ++i) {
             add_inplace(q_.data() + i * d, L.bq, d);
             add_inplace(k_.data() + i * d, L.bk, d);
             add_inplace(v_.data() + i * d, L.bv, d);
         }
         attention(seqs, n_tok);
-        mm(L.wo, ctx_.data(), n_tok, tmp_.data());
+        mm(L.wo, ctx_.data(), tmp_.data());
         for (int64_t i = 0; i < n_tok; ++i)
             residual_norm(x + i * d, tmp_.data() + i * d, L.bo, L.ln1_w, L.ln1_b, d, hp.ln_eps);
 
-        mm(L.w1, x, n_tok, ff_.data());
+        mm(L.w1, x, ff_.data());
         pool_.parallel_for(n_tok, [&](int64_t i0, int64_t i1) {
             for (int64_t i = i0; i < i1; ++i) bias_gelu(ff_.data() + i * ff, L.b1, ff);
         });
-        mm(L.w2, ff_.data(), n_tok, tmp_.data());
+        mm(L.w2, ff_.data(), tmp_.data());
         for (int64_t i = 0; i < n_tok; ++i)
             residual_norm(x + i * d, tmp_.data() + i * d, L.b2, L.ln2_w, L.ln2_b, d, hp.ln_eps);
     }

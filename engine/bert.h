@@ -15,6 +15,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/matmul.h"
@@ -90,12 +91,14 @@ public:
 
 private:
     void attention(std::span<const std::span<const int32_t>> seqs, int64_t n_tok);
-    void mm(const weight_matrix &w, const float *x, int64_t n_tok, float *y);
+    static constexpr int64_t kTileRows = 64;  // rows per matrix call, all of one sequence
+    static constexpr int64_t kSliceCols = 64; // weight rows per call (BLAS)
+    void mm(const weight_matrix &w, const float *x, float *y);
 
     const bert_model &model_;
     thread_pool pool_;
     matmul_scratch mm_;                     // without BLAS
-    std::vector<float> pad_in_, pad_out_;   // with BLAS: a last tile of fewer than 64 rows
+    std::vector<std::pair<int64_t, int64_t>> tiles_; // (first row, rows) of each matrix call
     // (n_tok, d) each, or (n_tok, n_ff) for ff
     std::vector<float> q_, k_, v_, ctx_, tmp_, ff_;
 };
