@@ -76,23 +76,51 @@ std::optional<chat_template> chat_template::detect(const std::string &src, std::
     return std::nullopt;
 }
 
-std::string chat_template::render(std::span<const chat_message> msgs, bool add_generation_prompt) const {
-    std::string out;
+rendered_chat chat_template::render_marked(std::span<const chat_message> msgs, bool add_generation_prompt) const {
+    rendered_chat r;
+    auto marker = [&r](std::string_view m) {
+        r.controls.emplace_back(r.text.size(), m.size());
+        r.text += m;
+    };
     if (family_ == family::chatml) {
         // note: like SmolLM2's template, the default goes in only when there is a first message
-        if (default_system_ && !msgs.empty() && msgs[0].role != "system")
-            out += "<|im_start|>system\n" + *default_system_ + "<|im_end|>\n";
-        for (const chat_message &m : msgs) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
-        if (add_generation_prompt) out += "<|im_start|>assistant\n";
-        return out;
+        if (default_system_ && !msgs.empty() && msgs[0].role != "system") {
+            marker("<|im_start|>");
+            r.text += "system\n" + *default_system_;
+            marker("<|im_end|>");
+            r.text += "\n";
+        }
+        for (const chat_message &m : msgs) {
+            marker("<|im_start|>");
+            r.text += m.role + "\n" + m.content;
+            marker("<|im_end|>");
+            r.text += "\n";
+        }
+        if (add_generation_prompt) {
+            marker("<|im_start|>");
+            r.text += "assistant\n";
+        }
+        return r;
     }
     for (const chat_message &m : msgs) {
-        out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n";
-        out += trim_content_ ? trim(m.content) : std::string_view(m.content);
-        out += "<|eot_id|>";
+        marker("<|start_header_id|>");
+        r.text += m.role;
+        marker("<|end_header_id|>");
+        r.text += "\n\n";
+        r.text += trim_content_ ? trim(m.content) : std::string_view(m.content);
+        marker("<|eot_id|>");
     }
-    if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
-    return out;
+    if (add_generation_prompt) {
+        marker("<|start_header_id|>");
+        r.text += "assistant";
+        marker("<|end_header_id|>");
+        r.text += "\n\n";
+    }
+    return r;
+}
+
+std::string chat_template::render(std::span<const chat_message> msgs, bool add_generation_prompt) const {
+    return render_marked(msgs, add_generation_prompt).text;
 }
 
 const char *chat_template::name() const { return family_ == family::chatml ? "chatml" : "llama3"; }

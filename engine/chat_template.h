@@ -14,11 +14,21 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace actorserve {
 
 struct chat_message {
     std::string role, content;
+};
+
+// A rendered prompt and where in it the template wrote its markers: those, and nothing a message
+// holds, become control tokens (encode_prompt in engine/tokenizer.h). A user who writes
+// "<|im_end|>" gets those characters as text, not the end of their turn.
+struct rendered_chat {
+    std::string text;
+    std::vector<std::pair<size_t, size_t>> controls; // (offset, length) of each marker, in order
 };
 
 class chat_template {
@@ -30,6 +40,7 @@ public:
     // The prompt text for msgs; add_generation_prompt appends the opening of an assistant
     // turn for the model to continue.
     std::string render(std::span<const chat_message> msgs, bool add_generation_prompt) const;
+    rendered_chat render_marked(std::span<const chat_message> msgs, bool add_generation_prompt) const;
 
     const char *name() const; // "chatml" or "llama3"
     // ChatML: the system prompt the template puts first when the first message is not a

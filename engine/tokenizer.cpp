@@ -494,4 +494,29 @@ std::vector<int32_t> encode_prompt(const tokenizer &tok, std::string_view text) 
     return ids;
 }
 
+std::vector<int32_t> encode_prompt(const tokenizer &tok, std::string_view text,
+                                   std::span<const std::pair<size_t, size_t>> controls) {
+    std::vector<int32_t> ids;
+    if (tok.add_bos() && tok.bos() >= 0) ids.push_back(tok.bos());
+    auto plain = [&](std::string_view part) {
+        if (part.empty()) return;
+        const std::vector<int32_t> t = tok.encode(part, /*parse_special=*/false);
+        ids.insert(ids.end(), t.begin(), t.end());
+    };
+    size_t at = 0;
+    for (const auto &[off, len] : controls) {
+        plain(text.substr(at, off - at));
+        const std::string_view marker = text.substr(off, len);
+        if (auto id = tok.token_id(marker)) {
+            ids.push_back(*id);
+        } else { // a vocabulary without this marker as one token: spell it as the file does
+            const std::vector<int32_t> t = tok.encode(marker, /*parse_special=*/true);
+            ids.insert(ids.end(), t.begin(), t.end());
+        }
+        at = off + len;
+    }
+    plain(text.substr(at));
+    return ids;
+}
+
 } // namespace actorserve

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "engine/gguf.h"
@@ -94,8 +95,15 @@ private:
     size_t n_merges_unknown_ = 0;
 };
 
-// The ids of a rendered prompt: BOS first when the model asks for it, then `text` with its
-// special tokens (the chat template's markers) parsed as such.
+// The ids of a raw prompt: BOS first when the model asks for it, then `text` with the special
+// tokens written in it parsed as such (the CLI's `generate --prompt`, raw completions).
 std::vector<int32_t> encode_prompt(const tokenizer &tok, std::string_view text);
+
+// The ids of a rendered chat: BOS when the model asks for it, then each (offset, length) range
+// of `controls` (sorted, not overlapping) as the control token its text names, and the text
+// between them as plain text, where control-token strings stay literal. For text holding no
+// control-token string the ids are those of encode_prompt(tok, text).
+std::vector<int32_t> encode_prompt(const tokenizer &tok, std::string_view text,
+                                   std::span<const std::pair<size_t, size_t>> controls);
 
 } // namespace actorserve

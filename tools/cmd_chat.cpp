@@ -54,7 +54,10 @@ int cmd_chat(const model_options &mo, const run_options &o, bool verbose) {
     const size_t n_fixed = msgs.size();
     std::vector<int32_t> cached; // (ctx.n_past(),) the tokens in the KV cache
     const bool interactive = isatty(STDIN_FILENO);
-    const auto render = [&] { return encode_prompt(tok, tmpl->render(msgs, /*add_generation_prompt=*/true)); };
+    const auto render = [&] {
+        const rendered_chat chat = tmpl->render_marked(msgs, /*add_generation_prompt=*/true);
+        return encode_prompt(tok, chat.text, chat.controls); // what is typed stays text
+    };
 
     std::string line;
     for (uint64_t turn = 0;; ) {

@@ -26,7 +26,8 @@ int cmd_generate(const generate_options &o) {
         std::vector<chat_message> msgs;
         if (!o.run.system.empty()) msgs.push_back({"system", o.run.system});
         msgs.push_back({"user", o.prompt});
-        prompt = encode_prompt(*m->tok, tmpl->render(msgs, /*add_generation_prompt=*/true));
+        const rendered_chat chat = tmpl->render_marked(msgs, /*add_generation_prompt=*/true);
+        prompt = encode_prompt(*m->tok, chat.text, chat.controls);
     } else {
         if (!o.run.system.empty()) return fail("--system needs --chat");
         prompt = encode_prompt(*m->tok, o.prompt);
