@@ -1,21 +1,15 @@
 #include "net/auth.h"
 
+#include <boost/asio/ip/address.hpp>
 #include <boost/beast/core/string.hpp>
 
 #include <fstream>
 
+#include "net/random_id.h"
+
 namespace actorserve {
 
 namespace {
-
-// Compares in time that depends on the lengths only, so that a key cannot be guessed byte by
-// byte from response times.
-bool same_key(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    unsigned char diff = 0;
-    for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-    return diff == 0;
-}
 
 int hex(char c) {
     if (c >= '0' && c <= '9') return c - '0';
@@ -47,7 +41,7 @@ bool load_api_keys(const std::string &path, std::vector<std::string> &keys, std:
 }
 
 std::optional<auth_problem> check_key(const std::vector<std::string> &keys, std::string_view authorization,
-                                      std::optional<std::string_view> access_token) {
+                                      std::optional<std::string_view> access_token, size_t *which) {
     if (keys.empty()) return std::nullopt;
     std::string_view given;
     if (!authorization.empty()) {
@@ -62,17 +56,91 @@ std::optional<auth_problem> check_key(const std::vector<std::string> &keys, std:
     } else {
         return auth_problem{errc::unauthorized, "an API key is required: send 'Authorization: Bearer <key>'"};
     }
-    bool ok = false;
-    for (const std::string &k : keys) ok |= same_key(k, given);
-    if (!ok) return auth_problem{errc::unauthorized, "the API key is not valid"};
+    // Every key is compared, so that the time taken does not tell which one matched.
+    size_t found = keys.size();
+    for (size_t i = keys.size(); i-- > 0;)
+        if (same_secret(keys[i], given)) found = i;
+    if (found == keys.size()) return auth_problem{errc::unauthorized, "the API key is not valid"};
+    if (which) *which = found;
     return std::nullopt;
 }
 
-std::optional<auth_problem> check_origin(const std::vector<std::string> &allowed, std::string_view origin) {
-    if (allowed.empty() || origin.empty()) return std::nullopt; // no list, or not a browser
+namespace {
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    for (char &c : out)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return out;
+}
+
+// "Name:port", "[v6]:port" or "name" -> the name (brackets kept for IPv6), lower case.
+std::string host_name(std::string_view host) {
+    if (!host.empty() && host.front() == '[') return lower(host.substr(0, host.find(']') + 1));
+    return lower(host.substr(0, host.rfind(':')));
+}
+
+// An authority as browsers compare it: lower case, without the scheme's default port.
+std::string authority(std::string_view a, std::string_view scheme) {
+    std::string s = lower(a);
+    const std::string dflt = scheme == "https" ? ":443" : ":80";
+    if (s.size() > dflt.size() && s.compare(s.size() - dflt.size(), dflt.size(), dflt) == 0) s.resize(s.size() - dflt.size());
+    return s;
+}
+
+bool listed(const std::vector<std::string> &allowed, std::string_view value) {
     for (const std::string &a : allowed)
-        if (a == origin) return std::nullopt;
-    return auth_problem{errc::forbidden, "origin '" + std::string(origin.substr(0, 128)) + "' is not allowed"};
+        if (a == "*" || boost::beast::iequals(a, value)) return true;
+    return false;
+}
+
+} // namespace
+
+std::optional<auth_problem> check_host(const std::vector<std::string> &allowed, std::string_view bound_address,
+                                       std::string_view host) {
+    if (host.empty()) return auth_problem{errc::invalid_request, "the Host header is missing (RFC 9112, 3.2)"};
+    std::string name = host_name(host);
+    if (!name.empty() && name.back() == '.') name.pop_back(); // "localhost." is localhost
+    if (listed(allowed, name) || name == "localhost" ||
+        (name.size() > 10 && name.compare(name.size() - 10, 10, ".localhost") == 0))
+        return std::nullopt;
+    boost::system::error_code ec;
+    const std::string literal = name.size() > 2 && name.front() == '[' ? name.substr(1, name.size() - 2) : name;
+    const auto ip = boost::asio::ip::make_address(literal, ec);
+    if (!ec) {
+        if (ip.is_loopback()) return std::nullopt;
+        const auto bound = boost::asio::ip::make_address(std::string(bound_address), ec);
+        if (!ec && (bound.is_unspecified() || bound == ip)) return std::nullopt; // an IP literal cannot be rebound
+    } else if (boost::beast::iequals(name, bound_address)) {
+        return std::nullopt;
+    }
+    return auth_problem{errc::forbidden, "Host '" + std::string(host.substr(0, 128)) +
+                                             "' does not name this server (a DNS rebinding guard); to serve that name, "
+                                             "list it in server.allowed_hosts (--allowed-host)"};
+}
+
+std::optional<auth_problem> check_origin(const std::vector<std::string> &allowed, std::string_view origin,
+                                         std::string_view host, bool *cross) {
+    if (cross) *cross = false;
+    if (origin.empty()) return std::nullopt;
+    const size_t sep = origin.find("://");
+    if (sep != std::string_view::npos) {
+        const std::string scheme = lower(origin.substr(0, sep));
+        if (!host.empty() && authority(origin.substr(sep + 3), scheme) == authority(host, scheme)) return std::nullopt;
+    }
+    if (listed(allowed, origin)) {
+        if (cross) *cross = true;
+        return std::nullopt;
+    }
+    return auth_problem{errc::forbidden, "Origin '" + std::string(origin.substr(0, 128)) +
+                                             "' is not this server's own: a page of another site may not use it; to "
+                                             "allow that site, list its origin in server.allowed_origins (--allowed-origin)"};
+}
+
+bool is_json_media_type(std::string_view content_type) {
+    const std::string_view type = content_type.substr(0, content_type.find(';'));
+    const size_t first = type.find_first_not_of(" \t"), last = type.find_last_not_of(" \t");
+    return first != std::string_view::npos && boost::beast::iequals(type.substr(first, last - first + 1), "application/json");
 }
 
 std::optional<std::string> query_param(std::string_view target, std::string_view name) {

@@ -2,12 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include <sys/random.h>
-
-#include <cerrno>
-#include <system_error>
-
 #include "include/actorserve/runtime.h"
+#include "net/random_id.h"
 #include "net/relay.h"
 
 namespace actorserve {
@@ -22,28 +18,92 @@ chat_service::~chat_service() {
 
 void chat_service::attach(runtime &rt) { rt_.store(&rt); }
 
-// 128 bits from the kernel's CSPRNG (getrandom): an id is all a resume presents, so it must not
-// be guessable, and no seeded generator whose state could be rebuilt from the ids it has shown.
-std::string chat_service::new_id(const char *prefix) {
-    unsigned char bits[16];
-    size_t got = 0;
-    while (got < sizeof bits) {
-        const ssize_t n = ::getrandom(bits + got, sizeof bits - got, 0);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) throw std::system_error(errno, std::generic_category(), "getrandom (request and session ids)");
-        got += static_cast<size_t>(n);
+bool owns(const std::string &owner, const caller &c) {
+    if (!c.principal.empty() && same_secret(owner, c.principal)) return true;
+    static constexpr std::string_view conn = "conn:";
+    return c.token && owner.size() > conn.size() && std::string_view(owner).substr(0, conn.size()) == conn &&
+           same_secret(std::string_view(owner).substr(conn.size()), *c.token);
+}
+
+namespace {
+
+std::string whose(const std::string &owner) {
+    return owner.rfind("key:", 0) == 0 ? "another API key" : "another client";
+}
+
+std::string how_to_own(const std::string &owner) {
+    return owner.rfind("key:", 0) == 0 ? "" : " (give the resume_token of its start event)";
+}
+
+} // namespace
+
+// One principal at its quota makes room among its own idle sessions; at the server's cap, room
+// is made among the idle sessions of whoever holds the most, least recently used first, so that
+// one client cannot push out everyone else's conversations.
+std::optional<service_error> chat_service::make_room_for_session(const std::string &owner) {
+    std::map<std::string_view, int> held;
+    for (const auto &[id, e] : sessions_) ++held[e.owner];
+    const bool at_quota = held[owner] >= cfg_.max_sessions_per_client;
+    if (!at_quota && static_cast<int>(sessions_.size()) < cfg_.max_sessions) return std::nullopt;
+    auto victim = sessions_.end();
+    for (auto it = sessions_.begin(); it != sessions_.end(); ++it) {
+        const session_entry &e = it->second;
+        if ((at_quota && e.owner != owner) || (e.current && !e.current->ended())) continue;
+        if (victim == sessions_.end()) {
+            victim = it;
+            continue;
+        }
+        const int n = held[e.owner], m = held[victim->second.owner];
+        if (n > m || (n == m && e.last_used < victim->second.last_used)) victim = it;
     }
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string id(prefix);
-    for (unsigned char b : bits) {
-        id += hex[b >> 4];
-        id += hex[b & 15];
+    if (victim == sessions_.end()) {
+        if (at_quota)
+            return service_error{errc::overloaded,
+                                 "this client's " + std::to_string(cfg_.max_sessions_per_client) +
+                                     " sessions are all answering (sessions.max_sessions_per_client)",
+                                 cfg_.runtime.retry_after_ms};
+        return service_error{errc::overloaded, "all " + std::to_string(cfg_.max_sessions) + " sessions are answering",
+                             cfg_.runtime.retry_after_ms};
     }
-    return id;
+    caf::anon_send_exit(victim->second.actor, caf::exit_reason::user_shutdown);
+    sessions_.erase(victim);
+    return std::nullopt;
+}
+
+// The same for retained requests: only ended ones are forgotten, oldest first.
+std::optional<service_error> chat_service::make_room_for_request(const std::string &owner) {
+    std::map<std::string_view, int> held;
+    for (const auto &[id, r] : requests_) ++held[r->owner()];
+    const bool at_quota = held[owner] >= cfg_.max_retained_per_client;
+    if (!at_quota && static_cast<int>(requests_.size()) < cfg_.max_retained_requests) return std::nullopt;
+    auto victim = requests_.end();
+    for (auto it = requests_.begin(); it != requests_.end(); ++it) {
+        const request_stream &r = *it->second;
+        if ((at_quota && r.owner() != owner) || !r.ended()) continue;
+        if (victim == requests_.end()) {
+            victim = it;
+            continue;
+        }
+        const int n = held[r.owner()], m = held[victim->second->owner()];
+        if (n > m || (n == m && r.created() < victim->second->created())) victim = it;
+    }
+    if (victim == requests_.end()) {
+        if (at_quota)
+            return service_error{errc::overloaded,
+                                 "this client's " + std::to_string(cfg_.max_retained_per_client) +
+                                     " retained requests are all running (sessions.max_retained_per_client)",
+                                 cfg_.runtime.retry_after_ms};
+        return service_error{errc::overloaded,
+                             "all " + std::to_string(cfg_.max_retained_requests) + " retained requests are running",
+                             cfg_.runtime.retry_after_ms};
+    }
+    requests_.erase(victim);
+    return std::nullopt;
 }
 
 std::variant<std::shared_ptr<request_stream>, service_error>
-chat_service::start(std::optional<std::string> session_id, chat_request req, bool ephemeral, bool tokens) {
+chat_service::start(const caller &who, std::optional<std::string> session_id, chat_request req, bool ephemeral,
+                    bool tokens) {
     runtime *rt = rt_.load();
     if (!rt) return service_error{errc::overloaded, "the model is still loading", 1000};
     if (draining_) return service_error{errc::overloaded, "the server is shutting down", 0};
@@ -54,62 +114,45 @@ chat_service::start(std::optional<std::string> session_id, chat_request req, boo
 
     std::unique_lock<std::mutex> lk(mu_);
     caf::actor session;
-    std::string sid;
+    std::string sid, owner = who.principal;
     if (ephemeral) {
         session = rt->open_session();
-        sid = new_id("s-");
+        sid = random_id("s-");
     } else if (session_id) {
         auto it = sessions_.find(*session_id);
         if (it == sessions_.end())
             return service_error{errc::not_found, "unknown session_id '" + session_id->substr(0, 64) +
                                                       "' (sessions end after " + std::to_string(cfg_.session_idle_s) +
                                                       " s without a request)"};
+        if (!owns(it->second.owner, who))
+            return service_error{errc::forbidden, "session " + it->first + " belongs to " + whose(it->second.owner) +
+                                                      how_to_own(it->second.owner)};
         if (it->second.current && !it->second.current->ended())
             return service_error{errc::busy, "session " + it->first + " is answering request " +
                                                  it->second.current->request_id() + "; cancel it or wait for its end"};
         session = it->second.actor;
         sid = it->first;
+        owner = it->second.owner; // its requests stay its owner's, whichever connection asks
     } else {
-        if (static_cast<int>(sessions_.size()) >= cfg_.max_sessions) {
-            // Make room by forgetting the least recently used conversation that is not answering.
-            auto victim = sessions_.end();
-            for (auto it = sessions_.begin(); it != sessions_.end(); ++it)
-                if ((!it->second.current || it->second.current->ended()) &&
-                    (victim == sessions_.end() || it->second.last_used < victim->second.last_used))
-                    victim = it;
-            if (victim == sessions_.end())
-                return service_error{errc::overloaded,
-                                     "all " + std::to_string(cfg_.max_sessions) + " sessions are answering",
-                                     cfg_.runtime.retry_after_ms};
-            caf::anon_send_exit(victim->second.actor, caf::exit_reason::user_shutdown);
-            sessions_.erase(victim);
-        }
+        if (auto refused = make_room_for_session(owner)) return *refused;
         session = rt->open_session();
-        sid = new_id("s-");
+        sid = random_id("s-");
     }
-    if (!ephemeral && static_cast<int>(requests_.size()) >= cfg_.max_retained_requests) {
-        auto victim = requests_.end();
-        for (auto it = requests_.begin(); it != requests_.end(); ++it)
-            if (it->second->ended() && (victim == requests_.end() || it->second->created() < victim->second->created()))
-                victim = it;
-        if (victim == requests_.end())
-            return service_error{errc::overloaded,
-                                 "all " + std::to_string(cfg_.max_retained_requests) + " retained requests are running",
-                                 cfg_.runtime.retry_after_ms};
-        requests_.erase(victim);
-    }
+    if (!ephemeral)
+        if (auto refused = make_room_for_request(owner)) return *refused;
 
-    auto stream = std::make_shared<request_stream>(new_id("r-"), sid);
+    auto stream = std::make_shared<request_stream>(random_id("r-"), sid, ephemeral ? std::string() : owner);
     stream->append(stream_event{}); // kind start
     size_t bytes = 0;
     for (const chat_message &m : req.messages) bytes += m.content.size();
+    // Ids are capabilities: the info level names none (debug does, for tracing one request).
+    spdlog::debug("request {} session {}", stream->request_id(), sid);
     if (cfg_.log_prompts) {
         std::string text;
         for (const chat_message &m : req.messages) text += "[" + m.role + "] " + m.content + " ";
-        spdlog::info("request {} session {}: {} messages, {} bytes: {}", stream->request_id(), sid, req.messages.size(),
-                     bytes, text);
+        spdlog::info("chat request: {} messages, {} bytes: {}", req.messages.size(), bytes, text);
     } else {
-        spdlog::info("request {} session {}: {} messages, {} bytes", stream->request_id(), sid, req.messages.size(), bytes);
+        spdlog::info("chat request: {} messages, {} bytes", req.messages.size(), bytes);
     }
     stream->set_relay(spawn_relay(sys_, session, std::move(req), stream, ephemeral, tokens));
     if (ephemeral) {
@@ -117,6 +160,7 @@ chat_service::start(std::optional<std::string> session_id, chat_request req, boo
     } else {
         requests_[stream->request_id()] = stream;
         auto &e = sessions_[sid];
+        e.owner = owner;
         e.actor = session;
         e.last_used = now;
         e.current = stream;
@@ -124,10 +168,19 @@ chat_service::start(std::optional<std::string> session_id, chat_request req, boo
     return stream;
 }
 
-std::shared_ptr<request_stream> chat_service::find(const std::string &request_id) {
+std::variant<std::shared_ptr<request_stream>, service_error> chat_service::find(const std::string &request_id,
+                                                                               const caller &who) {
     std::lock_guard<std::mutex> lk(mu_);
     auto it = requests_.find(request_id);
-    return it == requests_.end() ? nullptr : it->second;
+    if (it == requests_.end())
+        return service_error{errc::not_found, "request '" + request_id.substr(0, 64) +
+                                                  "' is unknown or no longer retained (events are kept " +
+                                                  std::to_string(cfg_.retention_s) +
+                                                  " s after the last connection following it closed)"};
+    if (!owns(it->second->owner(), who))
+        return service_error{errc::forbidden, "request " + it->first + " belongs to " + whose(it->second->owner()) +
+                                                  how_to_own(it->second->owner())};
+    return it->second;
 }
 
 void chat_service::cancel(const request_stream &s) {
@@ -142,7 +195,8 @@ void chat_service::sweep() {
         auto since = it->second->unfollowed_since();
         if (since && now - *since > retention) {
             if (!it->second->ended()) { // nobody came back for it: stop spending the machine on it
-                spdlog::info("request {}: unfollowed for {} s, cancelled", it->first, cfg_.retention_s);
+                spdlog::info("a request unfollowed for {} s was cancelled", cfg_.retention_s);
+                spdlog::debug("request {}: unfollowed, cancelled", it->first);
                 cancel(*it->second); // its relay holds the stream until the session confirms
             }
             it = requests_.erase(it);

@@ -28,6 +28,20 @@ struct service_error {
     int retry_after_ms = 0;
 };
 
+// Who asks (docs/protocol.md, "Security model"). A request or session belongs to the principal
+// that created it: "key:<n>" (the n-th line of the API keys file) when keys are on; otherwise
+// "conn:<resume token>", the secret of the WebSocket connection that created it, which its
+// start events show as resume_token. Only its owner may resume it, cancel it or continue it:
+// the same principal, or (keys off) whoever presents the resume token. HTTP requests belong to
+// nobody: they are not retained and cannot be named.
+struct caller {
+    std::string principal;
+    std::optional<std::string> token; // a resume_token given with the message
+};
+
+// True when c may act on what `owner` created.
+bool owns(const std::string &owner, const caller &c);
+
 class chat_service {
 public:
     using clock = std::chrono::steady_clock;
@@ -43,10 +57,14 @@ public:
     // (WebSocket); ephemeral: a session for this request alone, not retained for resume (HTTP).
     // tokens: false keeps no token events (the answer comes whole in done). The stream's first
     // event (start) is appended here.
+    // Quotas: one principal holds at most sessions.max_per_client sessions and
+    // max_retained_per_client retained requests, and at its quota makes room among its own;
+    // when the server's caps are reached, room is made among the largest holder's.
     std::variant<std::shared_ptr<request_stream>, service_error>
-    start(std::optional<std::string> session_id, chat_request req, bool ephemeral, bool tokens);
+    start(const caller &who, std::optional<std::string> session_id, chat_request req, bool ephemeral, bool tokens);
 
-    std::shared_ptr<request_stream> find(const std::string &request_id);
+    // A retained request that `who` owns: not_found when unknown, forbidden when another's.
+    std::variant<std::shared_ptr<request_stream>, service_error> find(const std::string &request_id, const caller &who);
     void cancel(const request_stream &s);
 
     // Periodically (the server's timer): cancels requests nobody followed for the retention
@@ -62,8 +80,11 @@ public:
     int retained();
 
 private:
-    std::string new_id(const char *prefix);
+    std::optional<service_error> make_room_for_session(const std::string &owner);
+    std::optional<service_error> make_room_for_request(const std::string &owner);
+
     struct session_entry {
+        std::string owner;
         caf::actor actor;
         clock::time_point last_used;
         std::shared_ptr<request_stream> current;

@@ -96,10 +96,12 @@ bool load_config_file(const std::string &path, server_config &cfg, std::string &
         t.get<int64_t>("max_message_bytes", cfg.max_message_bytes);
         t.get<int64_t>("max_write_queue_bytes", cfg.max_write_queue_bytes);
         t.get<int64_t>("idle_timeout_s", cfg.idle_timeout_s);
+        t.get<int64_t>("header_timeout_s", cfg.header_timeout_s);
         t.get<int64_t>("shutdown_grace_s", cfg.shutdown_grace_s);
         t.get<std::string>("web_dir", cfg.web_dir);
         t.get<std::string>("api_keys_file", cfg.api_keys_file);
         t.get<std::vector<std::string>>("allowed_origins", cfg.allowed_origins);
+        t.get<std::vector<std::string>>("allowed_hosts", cfg.allowed_hosts);
         t.get<bool>("log_prompts", cfg.log_prompts);
         t.get<std::string>("log_level", cfg.log_level);
         t.get<int64_t>("max_tokens_default", cfg.max_tokens_default);
@@ -112,6 +114,8 @@ bool load_config_file(const std::string &path, server_config &cfg, std::string &
         t.get<int64_t>("idle_s", cfg.session_idle_s);
         t.get<int64_t>("max_sessions", cfg.max_sessions);
         t.get<int64_t>("max_retained_requests", cfg.max_retained_requests);
+        t.get<int64_t>("max_sessions_per_client", cfg.max_sessions_per_client);
+        t.get<int64_t>("max_retained_per_client", cfg.max_retained_per_client);
         t.done();
     }
     {
@@ -209,12 +213,15 @@ bool validate(const server_config &c, std::string &err) {
     if (c.max_message_bytes < 1024) return bad("server.max_message_bytes must be >= 1024, got " + std::to_string(c.max_message_bytes));
     if (c.max_write_queue_bytes < 1024) return bad("server.max_write_queue_bytes must be >= 1024");
     if (c.idle_timeout_s < 1) return bad("server.idle_timeout_s must be >= 1");
+    if (c.header_timeout_s < 1) return bad("server.header_timeout_s must be >= 1");
     if (c.max_tokens_default < 1 || c.max_tokens_default > c.max_tokens_limit)
         return bad("server.max_tokens_default must be in [1, max_tokens_limit = " + std::to_string(c.max_tokens_limit) + "]");
     if (c.retention_s < 1) return bad("sessions.retention_s must be >= 1");
     if (c.session_idle_s < 1) return bad("sessions.idle_s must be >= 1");
     if (c.max_sessions < 1) return bad("sessions.max_sessions must be >= 1");
     if (c.max_retained_requests < 1) return bad("sessions.max_retained_requests must be >= 1");
+    if (c.max_sessions_per_client < 1) return bad("sessions.max_sessions_per_client must be >= 1");
+    if (c.max_retained_per_client < 1) return bad("sessions.max_retained_per_client must be >= 1");
     if (c.log_level != "trace" && c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" &&
         c.log_level != "error" && c.log_level != "off")
         return bad("server.log_level must be trace, debug, info, warn, error or off, got '" + c.log_level + "'");

@@ -21,10 +21,16 @@ struct server_config {
     size_t max_message_bytes = 1 << 20;       // HTTP body or WebSocket message
     size_t max_write_queue_bytes = 1 << 20;   // unsent bytes per connection before it is closed
     int idle_timeout_s = 300;                 // an HTTP connection with no request is closed
+    int header_timeout_s = 10;                // a request's headers, from their first byte
     int shutdown_grace_s = 30;                // SIGINT/SIGTERM: running requests get this long
     std::string web_dir;                      // the chat page; empty: the source tree's web/
     std::string api_keys_file;                // empty: no authentication
-    std::vector<std::string> allowed_origins; // empty: any Origin
+    // Browsers (docs/protocol.md, "Security model"). A request with an Origin header is served
+    // when the Origin is the server's own (its host and port are the Host header's) or listed
+    // here; "*" allows any. Host must be the bound address, localhost, a loopback or (bound to
+    // all interfaces) any IP literal, or a name listed here; "*" allows any.
+    std::vector<std::string> allowed_origins;
+    std::vector<std::string> allowed_hosts;
     bool log_prompts = false;                 // prompt and answer text in the log
     std::string log_level = "info";
     int max_tokens_default = 256;
@@ -34,6 +40,8 @@ struct server_config {
     int session_idle_s = 1800;                // a conversation with no request is forgotten after
     int max_sessions = 1024;
     int max_retained_requests = 1024;
+    int max_sessions_per_client = 64;        // per API key, or per connection without keys
+    int max_retained_per_client = 256;
     // [rag], the part the network reads: POST /v1/rag/documents bodies up to this (other
     // requests keep max_message_bytes); the rest of [rag] is runtime.rag
     size_t rag_max_body_bytes = size_t{16} << 20;

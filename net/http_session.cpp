@@ -9,6 +9,7 @@
 #include "include/actorserve/runtime.h"
 #include "net/auth.h"
 #include "net/prometheus.h"
+#include "net/random_id.h"
 #include "net/rag_api.h"
 #include "net/static_files.h"
 #include "net/ws_session.h"
@@ -49,11 +50,13 @@ void http_session::run() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->do_read(); });
 }
 
-// The header first, then the body: documents for the knowledge base may be larger than any other
-// request ([rag] max_body_bytes against server.max_message_bytes), and which limit holds is
-// known only from the header. note: Beast checks Content-Length against the parser's limit as
-// the header completes, so the parser starts with the larger limit and on_header applies the
-// request's own.
+// The first byte with the idle timeout (a kept-alive connection may wait long for its next
+// request), then the header within server.header_timeout_s of it (a client trickling headers
+// holds a connection that long, no longer), then the body. Documents for the knowledge base may
+// be larger than any other request ([rag] max_body_bytes against server.max_message_bytes), and
+// which limit holds is known only from the header. note: Beast checks Content-Length against the
+// parser's limit as the header completes, so the parser starts with the larger limit and
+// on_header applies the request's own.
 void http_session::do_read() {
     parser_.emplace();
     const runtime *rt = srv_->service.rt();
@@ -61,20 +64,59 @@ void http_session::do_read() {
     parser_->body_limit(std::max(srv_->cfg.max_message_bytes, rag_on ? srv_->cfg.rag_max_body_bytes : 0));
     parser_->header_limit(16 * 1024);
     body_limit_ = srv_->cfg.max_message_bytes;
+    if (buffer_.size() > 0) return read_header(); // a pipelined request has begun already
     // A refused connection gets a few seconds to say what it wants, nothing more.
     stream_.expires_after(std::chrono::seconds(refuse_ ? 5 : srv_->cfg.idle_timeout_s));
+    stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, size_t n) {
+        if (ec) return self->on_read(ec, 0);
+        self->buffer_.commit(n);
+        self->read_header();
+    });
+}
+
+void http_session::read_header() {
+    stream_.expires_after(std::chrono::seconds(refuse_ ? 5 : srv_->cfg.header_timeout_s));
     http::async_read_header(stream_, buffer_, *parser_,
                             [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
 }
 
+namespace {
+
+// The last transfer coding of a request (RFC 9112, 6.1): "" when none is given.
+std::string last_transfer_coding(const http::request_header<> &h) {
+    std::string_view last;
+    for (auto it = h.find(http::field::transfer_encoding); it != h.end() && it->name() == http::field::transfer_encoding; ++it)
+        last = it->value();
+    last = last.substr(last.rfind(',') == std::string_view::npos ? 0 : last.rfind(',') + 1);
+    const size_t a = last.find_first_not_of(" \t"), b = last.find_last_not_of(" \t");
+    return a == std::string_view::npos ? std::string() : std::string(last.substr(a, b - a + 1));
+}
+
+} // namespace
+
 void http_session::on_header(beast::error_code ec) {
     if (ec) return on_read(ec, 0);
     const auto &req = parser_->get();
+    // A request whose last transfer coding is not chunked has a body of unknown length: it must
+    // be refused and the connection closed (RFC 9112, 6.3), not read as bodiless, which would
+    // take the body for the next request.
+    if (req.count(http::field::transfer_encoding)) {
+        const std::string coding = last_transfer_coding(req);
+        if (!beast::iequals(coding, "chunked")) {
+            keep_alive_ = false;
+            method_ = std::string(req.method_string());
+            path_ = std::string(path_of(req.target()));
+            t0_ = std::chrono::steady_clock::now();
+            return respond_error(errc::invalid_request, "Transfer-Encoding must end with chunked, got '" +
+                                                            coding.substr(0, 64) + "' (RFC 9112, 6.3)");
+        }
+    }
     const runtime *rt = srv_->service.rt();
     if (req.method() == http::verb::post && path_of(req.target()) == "/v1/rag/documents" && rt && rt->rag())
         body_limit_ = srv_->cfg.rag_max_body_bytes;
     if (auto len = parser_->content_length(); len && *len > body_limit_) return on_read(http::error::body_limit, 0);
     parser_->body_limit(body_limit_); // what a chunked body may still bring
+    stream_.expires_after(std::chrono::seconds(refuse_ ? 5 : srv_->cfg.idle_timeout_s));
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code e, size_t n) { self->on_read(e, n); });
 }
@@ -124,16 +166,32 @@ void http_session::route(request &&req) {
     const bool get = req.method() == http::verb::get, post = req.method() == http::verb::post;
     const std::string_view authz = req[http::field::authorization];
 
+    // Browsers (docs/protocol.md, "Security model"): the Host must name this server, and a
+    // request from a page (it carries Origin) must come from this server's own pages or an
+    // allowed origin; such a cross origin gets CORS headers, others nothing to read.
+    cors_origin_.clear();
+    if (auto p = check_host(srv_->cfg.allowed_hosts, srv_->cfg.host, req[http::field::host])) {
+        keep_alive_ = false;
+        return respond_error(p->code, p->message);
+    }
+    bool cross = false;
+    if (auto p = check_origin(srv_->cfg.allowed_origins, req[http::field::origin], req[http::field::host], &cross))
+        return respond_error(p->code, p->message);
+    if (cross) cors_origin_ = std::string(req[http::field::origin]);
+    if (req.method() == http::verb::options) return preflight(req);
+
     if (websocket::is_upgrade(req)) {
         if (path_ != "/v1/ws") return respond_error(errc::not_found, "no WebSocket endpoint at " + path_ + " (use /v1/ws)");
         auto token = query_param(req.target(), "access_token");
-        if (auto p = check_key(srv_->api_keys, authz, token ? std::optional<std::string_view>(*token) : std::nullopt))
+        size_t key = 0;
+        if (auto p = check_key(srv_->api_keys, authz, token ? std::optional<std::string_view>(*token) : std::nullopt, &key))
             return respond_error(p->code, p->message);
-        if (auto p = check_origin(srv_->cfg.allowed_origins, req[http::field::origin])) return respond_error(p->code, p->message);
+        // What the connection creates belongs to its key, or without keys to the connection.
+        std::string principal = srv_->api_keys.empty() ? "conn:" + random_id("t-") : "key:" + std::to_string(key);
         spdlog::info("GET {} 101 websocket", path_);
         srv_->remove(this);
         stream_.expires_never();
-        auto ws = std::make_shared<ws_session>(stream_.release_socket(), srv_, slot_);
+        auto ws = std::make_shared<ws_session>(stream_.release_socket(), srv_, slot_, std::move(principal));
         ws->run(std::move(req));
         return;
     }
@@ -147,6 +205,16 @@ void http_session::route(request &&req) {
     const bool api = path_ == "/metrics" || path_.rfind("/v1/", 0) == 0;
     if (api)
         if (auto p = check_key(srv_->api_keys, authz, std::nullopt)) return respond_error(p->code, p->message);
+    // A JSON body, always: a page of another site can send text/plain or a form without asking
+    // first, but application/json only after a CORS preflight, which is refused to it.
+    const bool takes_json = path_ == "/v1/chat/completions" || path_ == "/v1/completions" ||
+                            path_ == "/v1/rag/documents" || path_ == "/v1/rag/search";
+    if (post && takes_json && !is_json_media_type(req[http::field::content_type]))
+        return respond_error(errc::unsupported_media,
+                             req[http::field::content_type].empty()
+                                 ? "POST " + path_ + " needs Content-Type: application/json"
+                                 : "POST " + path_ + " needs Content-Type: application/json, got '" +
+                                       std::string(req[http::field::content_type].substr(0, 64)) + "'");
 
     if (path_ == "/metrics" && get) {
         metrics_snapshot snap;
@@ -185,10 +253,38 @@ void http_session::route(request &&req) {
     respond_error(errc::not_found, "nothing at " + method_ + " " + path_.substr(0, 128));
 }
 
+// A CORS preflight (or a plain OPTIONS). Reached only by no Origin, the server's own, or an
+// allowed one (route refused the rest with 403).
+void http_session::preflight(const request &req) {
+    auto res = std::make_shared<http::response<http::string_body>>(http::status::no_content, 11);
+    res->set(http::field::server, "actorserve");
+    res->set(http::field::allow, "GET, POST, DELETE, OPTIONS");
+    if (!cors_origin_.empty()) {
+        res->set(http::field::access_control_allow_origin, cors_origin_);
+        res->set(http::field::vary, "Origin");
+        res->set(http::field::access_control_allow_methods, "GET, POST, DELETE");
+        res->set(http::field::access_control_allow_headers, "Authorization, Content-Type");
+        res->set(http::field::access_control_max_age, "600");
+        if (beast::iequals(req["Access-Control-Request-Private-Network"], "true"))
+            res->set("Access-Control-Allow-Private-Network", "true");
+    }
+    res->keep_alive(keep_alive_ && !shutting_down_);
+    res->prepare_payload();
+    spdlog::info("OPTIONS {} 204", path_.substr(0, 128));
+    stream_.expires_after(std::chrono::seconds(60));
+    http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code ec, size_t) {
+        self->on_written(!res->keep_alive(), ec);
+    });
+}
+
 void http_session::respond(http::status status, std::string body, std::string_view content_type,
                            std::optional<int> retry_after_s) {
     auto res = std::make_shared<http::response<http::string_body>>(status, 11);
     res->set(http::field::server, "actorserve");
+    if (!cors_origin_.empty()) {
+        res->set(http::field::access_control_allow_origin, cors_origin_);
+        res->set(http::field::vary, "Origin");
+    }
     res->set(http::field::content_type, content_type);
     if (retry_after_s) res->set(http::field::retry_after, std::to_string(*retry_after_s));
     res->keep_alive(keep_alive_ && !shutting_down_);
@@ -367,7 +463,7 @@ void http_session::start_completion(bool chat, const request &req) {
     auto parsed = parse_openai(parser_json_, req.body(), chat, srv_->cfg, srv_->model_name);
     if (auto *p = std::get_if<request_problem>(&parsed)) return respond_error(p->code, p->message, p->param);
     oreq_ = std::move(std::get<openai_request>(parsed));
-    auto started = srv_->service.start(std::nullopt, oreq_.req, true, oreq_.stream);
+    auto started = srv_->service.start(caller{}, std::nullopt, oreq_.req, true, oreq_.stream);
     if (auto *e = std::get_if<service_error>(&started)) return respond_error(e->code, e->message, {}, e->retry_after_ms);
     rs_ = std::get<std::shared_ptr<request_stream>>(std::move(started));
     resp_id_ = (chat ? "chatcmpl-" : "cmpl-") + rs_->request_id().substr(2);
@@ -406,6 +502,7 @@ void http_session::pump() {
             spdlog::info("{} {} 200 stream, first event after {:.1f} ms", method_, path_, ms);
             write_raw(std::string("HTTP/1.1 200 OK\r\nServer: actorserve\r\nContent-Type: text/event-stream\r\n"
                                   "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n") +
+                      (cors_origin_.empty() ? "" : "Access-Control-Allow-Origin: " + cors_origin_ + "\r\nVary: Origin\r\n") +
                       (keep_alive_ ? "" : "Connection: close\r\n") + "\r\n");
         }
         if (e.kind == stream_event::error) {
@@ -451,7 +548,7 @@ void http_session::on_raw_written(beast::error_code ec) {
     outq_.pop_front();
     if (ec) {
         if (rs_) {
-            spdlog::info("{} {}: the client went away, request {} cancelled", method_, path_, rs_->request_id());
+            spdlog::info("{} {}: the client went away, its request cancelled", method_, path_);
             srv_->service.cancel(*rs_);
             rs_->unfollow(waker_.get());
             rs_.reset();
@@ -494,8 +591,7 @@ void http_session::watch_peer() {
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return self->watch_peer();
         self->watching_ = false;
         if (self->rs_) {
-            spdlog::info("{} {}: the client went away, request {} cancelled", self->method_, self->path_,
-                         self->rs_->request_id());
+            spdlog::info("{} {}: the client went away, its request cancelled", self->method_, self->path_);
             self->srv_->service.cancel(*self->rs_);
             self->rs_->unfollow(self->waker_.get());
             self->rs_.reset();

@@ -34,9 +34,11 @@ private:
     using request = http::request<http::string_body>;
 
     void do_read();
+    void read_header();
     void on_header(beast::error_code ec);
     void on_read(beast::error_code ec, size_t n);
     void route(request &&req);
+    void preflight(const request &req);
     void respond(http::status status, std::string body, std::string_view content_type = "application/json",
                  std::optional<int> retry_after_s = std::nullopt);
     void respond_error(errc code, std::string_view message, std::string_view param = {}, int retry_after_ms = 0);
@@ -68,6 +70,7 @@ private:
     bool busy_ = false; // a request is being answered
     size_t body_limit_ = 0; // of the request being read
     std::string method_, path_;
+    std::string cors_origin_; // an allowed cross origin of the request being answered
     std::chrono::steady_clock::time_point t0_;
     simdjson::dom::parser parser_json_;
 

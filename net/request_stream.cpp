@@ -46,6 +46,11 @@ bool request_stream::ended() const {
     return ended_;
 }
 
+size_t request_stream::size() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return events_.size();
+}
+
 std::optional<request_stream::clock::time_point> request_stream::unfollowed_since() const {
     std::lock_guard<std::mutex> lk(mu_);
     if (follower_raw_ && follower_.expired()) { // its connection went away without unfollowing

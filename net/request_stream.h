@@ -14,7 +14,9 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "include/actorserve/messages.h"
@@ -47,12 +49,19 @@ class request_stream {
 public:
     using clock = std::chrono::steady_clock;
 
-    request_stream(std::string request_id, std::string session_id)
-        : request_id_(std::move(request_id)), session_id_(std::move(session_id)), created_(clock::now()),
-          unfollowed_since_(created_) {}
+    // owner: the principal it belongs to (net/chat_service.h, caller); empty for HTTP requests.
+    request_stream(std::string request_id, std::string session_id, std::string owner = {})
+        : request_id_(std::move(request_id)), session_id_(std::move(session_id)), owner_(std::move(owner)),
+          created_(clock::now()), unfollowed_since_(created_) {}
 
     const std::string &request_id() const { return request_id_; }
     const std::string &session_id() const { return session_id_; }
+    const std::string &owner() const { return owner_; }
+    // What the start event shows its owner for resume from another connection: the connection
+    // secret when the owner is one; empty when it is an API key (the key itself is the proof).
+    std::string_view resume_token() const {
+        return owner_.rfind("conn:", 0) == 0 ? std::string_view(owner_).substr(5) : std::string_view();
+    }
     clock::time_point created() const { return created_; }
 
     void append(stream_event e);
@@ -67,6 +76,7 @@ public:
     void unfollow(const stream_follower *who);
 
     bool ended() const;
+    size_t size() const; // events appended so far
     // Nobody has followed it since this time (nullopt: followed now).
     std::optional<clock::time_point> unfollowed_since() const;
     size_t bytes() const;
@@ -76,7 +86,7 @@ public:
     const caf::actor &relay() const { return relay_; }
 
 private:
-    const std::string request_id_, session_id_;
+    const std::string request_id_, session_id_, owner_;
     const clock::time_point created_;
     caf::actor relay_; // set once, before any other thread sees the stream
     mutable std::mutex mu_;

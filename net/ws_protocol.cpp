@@ -25,6 +25,10 @@ std::variant<ws_message, request_problem> parse_chat(simdjson::dom::object o, co
             std::string sid;
             if (auto p = get_string(field.value, key, sid)) return *p;
             c.session_id = std::move(sid);
+        } else if (key == "resume_token") {
+            std::string t;
+            if (auto p = get_string(field.value, key, t)) return *p;
+            c.resume_token = std::move(t);
         } else if (key == "message") {
             chat_message m{"user", {}};
             if (auto p = get_string(field.value, key, m.content)) return *p;
@@ -50,6 +54,7 @@ std::variant<ws_message, request_problem> parse_chat(simdjson::dom::object o, co
 
 std::variant<ws_message, request_problem> parse_request_ref(simdjson::dom::object o, bool resume) {
     std::string request_id;
+    std::optional<std::string> token;
     int64_t last = -1;
     bool has_id = false, has_last = false;
     const char *type = resume ? "resume" : "cancel";
@@ -59,6 +64,10 @@ std::variant<ws_message, request_problem> parse_request_ref(simdjson::dom::objec
         if (key == "request_id") {
             if (auto p = get_string(field.value, key, request_id)) return *p;
             has_id = true;
+        } else if (key == "resume_token") {
+            std::string t;
+            if (auto p = get_string(field.value, key, t)) return *p;
+            token = std::move(t);
         } else if (resume && key == "last_event_id") {
             if (auto p = get_int(field.value, key, last)) return *p;
             if (last < -1) return request_problem{errc::unprocessable, "last_event_id must be >= -1, got " + std::to_string(last), "last_event_id"};
@@ -70,9 +79,9 @@ std::variant<ws_message, request_problem> parse_request_ref(simdjson::dom::objec
     if (!has_id) return request_problem{errc::invalid_request, std::string("a ") + type + " message needs request_id", "request_id"};
     if (resume) {
         if (!has_last) return request_problem{errc::invalid_request, "a resume message needs last_event_id (-1: from the start)", "last_event_id"};
-        return ws_message{ws_resume{std::move(request_id), last}};
+        return ws_message{ws_resume{std::move(request_id), last, std::move(token)}};
     }
-    return ws_message{ws_cancel{std::move(request_id)}};
+    return ws_message{ws_cancel{std::move(request_id), std::move(token)}};
 }
 
 } // namespace
@@ -102,7 +111,10 @@ std::string render_event(const request_stream &s, size_t event_id, const stream_
     o["request_id"] = s.request_id();
     o["event_id"] = event_id;
     switch (e.kind) {
-    case stream_event::start: o["session_id"] = s.session_id(); break;
+    case stream_event::start:
+        o["session_id"] = s.session_id();
+        if (!s.resume_token().empty()) o["resume_token"] = s.resume_token();
+        break;
     case stream_event::token: o["text"] = e.text; break;
     case stream_event::done: {
         o["finish_reason"] = e.finish_reason;

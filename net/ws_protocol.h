@@ -14,17 +14,22 @@
 
 namespace actorserve {
 
+// resume_token (keys off): proves that a request or session created on another connection is
+// the sender's (the start event showed it; net/chat_service.h, caller).
 struct ws_chat {
     std::optional<std::string> session_id;
+    std::optional<std::string> resume_token;
     chat_request req;
     bool stream = true;
 };
 struct ws_cancel {
     std::string request_id;
+    std::optional<std::string> resume_token;
 };
 struct ws_resume {
     std::string request_id;
     int64_t last_event_id = -1;
+    std::optional<std::string> resume_token;
 };
 using ws_message = std::variant<ws_chat, ws_cancel, ws_resume>;
 

@@ -9,8 +9,8 @@ namespace actorserve {
 namespace websocket = beast::websocket;
 
 ws_session::ws_session(asio::ip::tcp::socket &&socket, std::shared_ptr<server_impl> srv,
-                       std::shared_ptr<connection_slot> slot)
-    : ws_(std::move(socket)), srv_(std::move(srv)), slot_(std::move(slot)) {
+                       std::shared_ptr<connection_slot> slot, std::string principal)
+    : ws_(std::move(socket)), srv_(std::move(srv)), slot_(std::move(slot)), principal_(std::move(principal)) {
     ++srv_->websockets;
 }
 
@@ -69,20 +69,25 @@ void ws_session::handle(std::string_view text) {
     ws_message &m = std::get<ws_message>(parsed);
     chat_service &svc = srv_->service;
     if (auto *c = std::get_if<ws_chat>(&m)) {
-        auto started = svc.start(std::move(c->session_id), std::move(c->req), false, c->stream);
+        auto started = svc.start(caller{principal_, std::move(c->resume_token)}, std::move(c->session_id),
+                                 std::move(c->req), false, c->stream);
         if (auto *e = std::get_if<service_error>(&started)) return send(render_error(e->code, e->message, e->retry_after_ms));
         start_following(std::get<std::shared_ptr<request_stream>>(started), 0);
     } else if (auto *x = std::get_if<ws_cancel>(&m)) {
-        auto s = svc.find(x->request_id);
-        if (!s) return send(render_error(errc::not_found, "unknown request_id '" + x->request_id.substr(0, 64) + "'"));
-        svc.cancel(*s);
+        auto found = svc.find(x->request_id, caller{principal_, std::move(x->resume_token)});
+        if (auto *e = std::get_if<service_error>(&found)) return send(render_error(e->code, e->message));
+        svc.cancel(*std::get<std::shared_ptr<request_stream>>(found));
     } else if (auto *r = std::get_if<ws_resume>(&m)) {
-        auto s = svc.find(r->request_id);
-        if (!s)
-            return send(render_error(errc::not_found, "request '" + r->request_id.substr(0, 64) +
-                                                          "' is unknown or no longer retained (events are kept " +
-                                                          std::to_string(srv_->cfg.retention_s) +
-                                                          " s after the last connection following it closed)"));
+        auto found = svc.find(r->request_id, caller{principal_, std::move(r->resume_token)});
+        if (auto *e = std::get_if<service_error>(&found)) return send(render_error(e->code, e->message));
+        auto s = std::get<std::shared_ptr<request_stream>>(std::move(found));
+        // Events a client has seen exist: a last_event_id past them is a client's mistake (and
+        // would leave the stream delivering to nobody).
+        const size_t have = s->size();
+        if (r->last_event_id >= static_cast<int64_t>(have))
+            return send(render_error(errc::unprocessable, "last_event_id " + std::to_string(r->last_event_id) +
+                                                              " is past the last event of request " + s->request_id() +
+                                                              " (" + std::to_string(have - 1) + " so far)"));
         start_following(std::move(s), static_cast<size_t>(r->last_event_id + 1));
     }
 }

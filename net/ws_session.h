@@ -21,7 +21,9 @@ namespace beast = boost::beast;
 
 class ws_session : public std::enable_shared_from_this<ws_session>, public connection {
 public:
-    ws_session(asio::ip::tcp::socket &&socket, std::shared_ptr<server_impl> srv, std::shared_ptr<connection_slot> slot);
+    // principal: who owns what this connection creates (net/chat_service.h, caller).
+    ws_session(asio::ip::tcp::socket &&socket, std::shared_ptr<server_impl> srv, std::shared_ptr<connection_slot> slot,
+               std::string principal);
     ~ws_session() override;
 
     void run(beast::http::request<beast::http::string_body> req);
@@ -49,6 +51,7 @@ private:
     beast::flat_buffer buffer_;
     std::shared_ptr<server_impl> srv_;
     std::shared_ptr<connection_slot> slot_;
+    const std::string principal_;
     std::shared_ptr<stream_waker> waker_; // what the streams it follows hold, instead of this
     simdjson::dom::parser parser_;
     std::map<std::string, follow> follows_;

@@ -108,7 +108,10 @@ int main(int argc, char **argv) {
     serve_cmd->add_option("--io-threads", srv.io_threads, "Network I/O threads (server.io_threads)");
     serve_cmd->add_option("--max-connections", srv.max_connections, "Open connections before 429 (server.max_connections)");
     serve_cmd->add_option("--api-keys", srv.api_keys, "File of API keys, one per line (server.api_keys_file)");
-    serve_cmd->add_option("--allowed-origin", srv.allowed_origins, "WebSocket Origin to allow; repeatable (server.allowed_origins)");
+    serve_cmd->add_option("--allowed-origin", srv.allowed_origins,
+                          "Cross-origin browser page to allow, e.g. http://localhost:3000, or *; repeatable (server.allowed_origins)");
+    serve_cmd->add_option("--allowed-host", srv.allowed_hosts,
+                          "Host header name to serve besides the bound address and localhost, or *; repeatable (server.allowed_hosts)");
     serve_cmd->add_option("--web-dir", srv.web_dir, "Directory of the web chat page (server.web_dir)");
     serve_cmd->add_option("--retention", srv.retention_s, "Seconds a dropped request's events are kept for resume (sessions.retention_s)");
     serve_cmd->add_option("--log-level", srv.log_level, "trace, debug, info, warn, error or off (server.log_level)");

@@ -29,6 +29,7 @@ int cmd_serve(const serve_options &o) {
     if (o.max_connections) cfg.max_connections = *o.max_connections;
     if (o.api_keys) cfg.api_keys_file = *o.api_keys;
     if (!o.allowed_origins.empty()) cfg.allowed_origins = o.allowed_origins;
+    if (!o.allowed_hosts.empty()) cfg.allowed_hosts = o.allowed_hosts;
     if (o.web_dir) cfg.web_dir = *o.web_dir;
     if (o.log_prompts) cfg.log_prompts = true;
     if (o.log_level) cfg.log_level = *o.log_level;

@@ -93,6 +93,7 @@ struct serve_options {
     std::optional<uint16_t> port;
     std::optional<int> threads, ctx_size, io_threads, max_connections, retention_s;
     std::vector<std::string> allowed_origins;
+    std::vector<std::string> allowed_hosts;
     bool log_prompts = false;
 };
 

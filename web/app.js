@@ -53,6 +53,9 @@
   let reconnectTimer = null;
 
   let sessionId = null;         // kept between turns; "New chat" drops it
+  // The secret a `start` event shows: it proves, on a new connection, that the
+  // session and its requests are ours (resume, cancel and the next turn need it).
+  let resumeToken = null;
   let req = null;               // the running request (see newRequest)
   let phase = 'idle';           // 'idle' | 'waiting' | 'streaming' | 'stopping' | 'done' | 'error'
   let lastFinish = '';          // finish_reason of the last answer
@@ -70,6 +73,7 @@
     bubble.appendChild(textNode);
     return {
       id: null,              // known once `start` arrives
+      token: null,           // its resume_token, from `start`
       lastEventId: -1,       // the last event rendered
       message,               // the user's text, put back if the chat is refused
       bubble,
@@ -198,12 +202,17 @@
     return true;
   }
 
+  function withToken(msg, token) {
+    if (token) msg.resume_token = token;
+    return msg;
+  }
+
   function sendCancel(r) {
-    if (r.id && send({ type: 'cancel', request_id: r.id })) lastCancelledId = r.id;
+    if (r.id && send(withToken({ type: 'cancel', request_id: r.id }, r.token))) lastCancelledId = r.id;
   }
 
   function sendResume(r) {
-    if (send({ type: 'resume', request_id: r.id, last_event_id: r.lastEventId })) {
+    if (send(withToken({ type: 'resume', request_id: r.id, last_event_id: r.lastEventId }, r.token))) {
       r.resuming = true;
       stats.resumes += 1;
     }
@@ -235,7 +244,10 @@
       temperature: settings.temperature,
       stream: true,
     };
-    if (sessionId) chat.session_id = sessionId;
+    if (sessionId) {
+      chat.session_id = sessionId;
+      if (resumeToken) chat.resume_token = resumeToken;
+    }
     if (!send(chat)) return;
     addUserBubble(message);
     req = newRequest(message, addAssistantBubble());
@@ -262,6 +274,7 @@
       req = null;
     }
     sessionId = null;
+    resumeToken = null;
     phase = 'idle';
     lastFinish = '';
     els.messages.replaceChildren(els.emptyHint);
@@ -328,6 +341,7 @@
   function onRequestEvent(ev) {
     if (req && req.id === null && ev.type === 'start' && orphanChats === 0) {
       req.id = ev.request_id;
+      req.token = typeof ev.resume_token === 'string' ? ev.resume_token : null;
       req.bubble.dataset.requestId = ev.request_id;
     } else if (ev.type === 'start' && ev.event_id === 0 && orphanChats > 0 && (!req || req.id !== ev.request_id)) {
       // The start of a chat abandoned by "New chat": end it.
@@ -360,6 +374,7 @@
     switch (ev.type) {
       case 'start':
         if (typeof ev.session_id === 'string' && ev.session_id) sessionId = ev.session_id;
+        if (typeof ev.resume_token === 'string' && ev.resume_token) resumeToken = ev.resume_token;
         if (phase === 'waiting') phase = 'streaming';
         if (req.cancelRequested) sendCancel(req);
         break;

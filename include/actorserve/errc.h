@@ -16,10 +16,11 @@ enum class errc : uint8_t {
     unauthorized,
     not_found,
     internal,            // a bug or a failed engine call; the message says which
-    forbidden,           // authenticated but not allowed (a WebSocket Origin off the allow-list)
+    forbidden,           // not allowed: another client's request, an Origin or Host not allowed
     too_large,           // a body or message over the size limit
     unprocessable,       // well-formed, but a value is out of range (the message names it)
     rate_limited,        // too many connections
+    unsupported_media,   // a body that is not application/json where JSON is required
 };
 
 // The code's name as clients see it ("overloaded", "too_large", ...).
@@ -37,6 +38,7 @@ constexpr std::string_view name(errc e) {
     case errc::too_large: return "too_large";
     case errc::unprocessable: return "unprocessable";
     case errc::rate_limited: return "rate_limited";
+    case errc::unsupported_media: return "unsupported_media_type";
     }
     return "internal";
 }
@@ -60,6 +62,7 @@ constexpr errc_info info(errc e) {
     case errc::too_large: return {413, "request_too_large_error"};
     case errc::unprocessable: return {422, "unprocessable_error"};
     case errc::rate_limited: return {429, "rate_limit_error"};
+    case errc::unsupported_media: return {415, "invalid_request_error"};
     }
     return {500, "internal_error"};
 }

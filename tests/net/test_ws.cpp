@@ -25,8 +25,12 @@ json::object chat_msg(const std::string &message, int max_tokens, const std::str
     return o;
 }
 
-json::object resume_msg(const std::string &request_id, int64_t last_event_id) {
-    return {{"type", "resume"}, {"request_id", request_id}, {"last_event_id", last_event_id}};
+// token: the resume_token of the request's start event, which a connection other than the one
+// that created the request must show.
+json::object resume_msg(const std::string &request_id, int64_t last_event_id, const std::string &token = {}) {
+    json::object o{{"type", "resume"}, {"request_id", request_id}, {"last_event_id", last_event_id}};
+    if (!token.empty()) o["resume_token"] = token;
+    return o;
 }
 
 json::object cancel_msg(const std::string &request_id) { return {{"type", "cancel"}, {"request_id", request_id}}; }
@@ -34,7 +38,7 @@ json::object cancel_msg(const std::string &request_id) { return {{"type", "cance
 // One request's events as a client saw them.
 struct stream {
     std::vector<json::object> events;
-    std::string request_id, session_id;
+    std::string request_id, session_id, resume_token;
     std::string text; // the token events' texts joined
     std::optional<json::object> done;
     std::optional<json::object> error;
@@ -57,6 +61,7 @@ stream read_request(ws_client &c, size_t limit = SIZE_MAX, ms timeout = kIoTimeo
         if (type == "start") {
             s.request_id = str_of(*ev, "request_id");
             s.session_id = str_of(*ev, "session_id");
+            s.resume_token = str_of(*ev, "resume_token");
         }
         if (type == "token") s.text += str_of(*ev, "text");
         s.events.push_back(*ev);
@@ -359,7 +364,7 @@ drop_outcome run_plan(uint16_t port, const drop_plan &plan, int max_tokens) {
         out.failure = std::move(why);
         return out;
     };
-    std::string rid;
+    std::string rid, token;
     int64_t last = -1;
     const size_t drops = plan.cuts.size();
     for (size_t d = 0; d <= drops; ++d) {
@@ -367,7 +372,7 @@ drop_outcome run_plan(uint16_t port, const drop_plan &plan, int max_tokens) {
         std::ostringstream where;
         where << "connection " << d << ", after event " << last << ": ";
         if (!c.connect(port)) return fail(where.str() + "connect: " + c.describe_error());
-        const bool sent = d == 0 ? c.send_json(chat_msg(kPoem, max_tokens)) : c.send_json(resume_msg(rid, last));
+        const bool sent = d == 0 ? c.send_json(chat_msg(kPoem, max_tokens)) : c.send_json(resume_msg(rid, last, token));
         if (!sent) return fail(where.str() + "send: " + c.describe_error());
         const int64_t until = d < drops ? plan.cuts[d] : INT64_MAX;
         while (last + 1 < until) {
@@ -376,6 +381,7 @@ drop_outcome run_plan(uint16_t port, const drop_plan &plan, int max_tokens) {
             const std::string type = str_of(*ev, "type");
             if (type == "error") return fail(where.str() + "an error: " + dump(*ev));
             if (rid.empty()) rid = str_of(*ev, "request_id");
+            if (token.empty()) token = str_of(*ev, "resume_token");
             if (str_of(*ev, "request_id") != rid) return fail(where.str() + "another request's event: " + dump(*ev));
             const int64_t id = int_of(*ev, "event_id");
             if (id != last + 1)
@@ -453,7 +459,7 @@ TEST_CASE("ws: resume replays a finished request, picks up a done never read, an
             INFO("replay " << round);
             ws_client b;
             REQUIRE(b.connect(fx.port()));
-            REQUIRE(b.send_json(resume_msg(whole.request_id, -1)));
+            REQUIRE(b.send_json(resume_msg(whole.request_id, -1, whole.resume_token)));
             stream again = read_request(b);
             REQUIRE_MESSAGE(again.done, again.problem << (again.error ? dump(*again.error) : std::string()));
             REQUIRE(again.events.size() == whole.events.size());
@@ -482,7 +488,7 @@ TEST_CASE("ws: resume replays a finished request, picks up a done never read, an
         std::this_thread::sleep_for(300ms); // and its done has reached the server
         ws_client b;
         REQUIRE(b.connect(fx.port()));
-        REQUIRE(b.send_json(resume_msg(head.request_id, 1)));
+        REQUIRE(b.send_json(resume_msg(head.request_id, 1, head.resume_token)));
         stream rest = read_request(b);
         REQUIRE_MESSAGE(rest.done, rest.problem << (rest.error ? dump(*rest.error) : std::string()));
         std::map<int64_t, json::object> seen;
@@ -501,7 +507,7 @@ TEST_CASE("ws: resume replays a finished request, picks up a done never read, an
         REQUIRE(head.events.size() == 1);
         ws_client b;
         REQUIRE(b.connect(fx.port()));
-        REQUIRE(b.send_json(resume_msg(head.request_id, 0)));
+        REQUIRE(b.send_json(resume_msg(head.request_id, 0, head.resume_token)));
         stream rest = read_request(b);
         REQUIRE_MESSAGE(rest.done, rest.problem << (rest.error ? dump(*rest.error) : std::string()));
         std::map<int64_t, json::object> seen;
