@@ -35,68 +35,70 @@ std::string how_to_own(const std::string &owner) {
     return owner.rfind("key:", 0) == 0 ? "" : " (give the resume_token of its start event)";
 }
 
-} // namespace
-
-// One principal at its quota makes room among its own idle sessions; at the server's cap, room
-// is made among the idle sessions of whoever holds the most, least recently used first, so that
-// one client cannot push out everyone else's conversations.
-std::optional<service_error> chat_service::make_room_for_session(const std::string &owner) {
-    std::map<std::string_view, int> held;
-    for (const auto &[id, e] : sessions_) ++held[e.owner];
-    const bool at_quota = held[owner] >= cfg_.max_sessions_per_client;
-    if (!at_quota && static_cast<int>(sessions_.size()) < cfg_.max_sessions) return std::nullopt;
-    auto victim = sessions_.end();
-    for (auto it = sessions_.begin(); it != sessions_.end(); ++it) {
-        const session_entry &e = it->second;
-        if ((at_quota && e.owner != owner) || (e.current && !e.current->ended())) continue;
-        if (victim == sessions_.end()) {
+// Room for one more item of `owner` in `items` (sessions or retained requests): nullopt when
+// there is room; otherwise the item to forget (or items.end() when none may go) and whether the
+// owner is at its quota. At its quota an owner makes room among its own items; at the server's
+// cap room is made among the items of whoever holds the most, so that one client cannot push
+// out everyone else's. Only evictable items go, the oldest (smallest age key) first.
+template <class Map, class OwnerOf, class Evictable, class Age>
+std::optional<std::pair<typename Map::iterator, bool>> make_room(Map &items, const std::string &owner, int quota, int cap,
+                                                                 OwnerOf owner_of, Evictable evictable, Age age) {
+    int mine = 0;
+    for (const auto &kv : items) mine += owner_of(kv.second) == owner;
+    const bool at_quota = mine >= quota;
+    if (!at_quota && static_cast<int>(items.size()) < cap) return std::nullopt;
+    std::map<std::string_view, int> held; // at the cap: who holds how many
+    if (!at_quota)
+        for (const auto &kv : items) ++held[owner_of(kv.second)];
+    auto victim = items.end();
+    for (auto it = items.begin(); it != items.end(); ++it) {
+        if ((at_quota && owner_of(it->second) != owner) || !evictable(it->second)) continue;
+        if (victim == items.end()) {
             victim = it;
             continue;
         }
-        const int n = held[e.owner], m = held[victim->second.owner];
-        if (n > m || (n == m && e.last_used < victim->second.last_used)) victim = it;
+        const int n = at_quota ? 0 : held[owner_of(it->second)], m = at_quota ? 0 : held[owner_of(victim->second)];
+        if (n > m || (n == m && age(it->second) < age(victim->second))) victim = it;
     }
-    if (victim == sessions_.end()) {
-        if (at_quota)
-            return service_error{errc::overloaded,
-                                 "this client's " + std::to_string(cfg_.max_sessions_per_client) +
-                                     " sessions are all answering (sessions.max_sessions_per_client)",
-                                 cfg_.runtime.retry_after_ms};
-        return service_error{errc::overloaded, "all " + std::to_string(cfg_.max_sessions) + " sessions are answering",
+    return std::pair{victim, at_quota};
+}
+
+} // namespace
+
+std::optional<service_error> chat_service::make_room_for_session(const std::string &owner) {
+    auto room = make_room(
+        sessions_, owner, cfg_.max_sessions_per_client, cfg_.max_sessions,
+        [](const session_entry &e) -> const std::string & { return e.owner; },
+        [](const session_entry &e) { return !e.current || e.current->ended(); },
+        [](const session_entry &e) { return e.last_used; });
+    if (!room) return std::nullopt;
+    const auto [victim, at_quota] = *room;
+    if (victim == sessions_.end())
+        return service_error{errc::overloaded,
+                             at_quota ? "this client's " + std::to_string(cfg_.max_sessions_per_client) +
+                                            " sessions are all answering (sessions.max_sessions_per_client)"
+                                      : "all " + std::to_string(cfg_.max_sessions) + " sessions are answering",
                              cfg_.runtime.retry_after_ms};
-    }
     caf::anon_send_exit(victim->second.actor, caf::exit_reason::user_shutdown);
     sessions_.erase(victim);
     return std::nullopt;
 }
 
-// The same for retained requests: only ended ones are forgotten, oldest first.
 std::optional<service_error> chat_service::make_room_for_request(const std::string &owner) {
-    std::map<std::string_view, int> held;
-    for (const auto &[id, r] : requests_) ++held[r->owner()];
-    const bool at_quota = held[owner] >= cfg_.max_retained_per_client;
-    if (!at_quota && static_cast<int>(requests_.size()) < cfg_.max_retained_requests) return std::nullopt;
-    auto victim = requests_.end();
-    for (auto it = requests_.begin(); it != requests_.end(); ++it) {
-        const request_stream &r = *it->second;
-        if ((at_quota && r.owner() != owner) || !r.ended()) continue;
-        if (victim == requests_.end()) {
-            victim = it;
-            continue;
-        }
-        const int n = held[r.owner()], m = held[victim->second->owner()];
-        if (n > m || (n == m && r.created() < victim->second->created())) victim = it;
-    }
-    if (victim == requests_.end()) {
-        if (at_quota)
-            return service_error{errc::overloaded,
-                                 "this client's " + std::to_string(cfg_.max_retained_per_client) +
-                                     " retained requests are all running (sessions.max_retained_per_client)",
-                                 cfg_.runtime.retry_after_ms};
+    using entry = std::shared_ptr<request_stream>;
+    auto room = make_room(
+        requests_, owner, cfg_.max_retained_per_client, cfg_.max_retained_requests,
+        [](const entry &r) -> const std::string & { return r->owner(); }, [](const entry &r) { return r->ended(); },
+        [](const entry &r) { return r->created(); });
+    if (!room) return std::nullopt;
+    const auto [victim, at_quota] = *room;
+    if (victim == requests_.end())
         return service_error{errc::overloaded,
-                             "all " + std::to_string(cfg_.max_retained_requests) + " retained requests are running",
+                             at_quota ? "this client's " + std::to_string(cfg_.max_retained_per_client) +
+                                            " retained requests are all running (sessions.max_retained_per_client)"
+                                      : "all " + std::to_string(cfg_.max_retained_requests) +
+                                            " retained requests are running",
                              cfg_.runtime.retry_after_ms};
-    }
     requests_.erase(victim);
     return std::nullopt;
 }
