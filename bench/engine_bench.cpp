@@ -32,22 +32,36 @@ int32_t token_at(int i, int n_vocab) { return static_cast<int32_t>((i * 7919 + 1
 
 int32_t argmax(const float *l, int n) { return static_cast<int32_t>(std::max_element(l, l + n) - l); }
 
-// The multi-column kernel of each weight format at each level this CPU runs, on one thread:
-// a (1536, 576) matrix (SmolLM2's gate projection) of deterministic weights against 4
-// activation rows, the call matmul makes per weight row. Prints the minimum over 500 passes
-// (the least disturbed by other work) as ns per block and activation row.
+// The matrix kernels of each weight format at each level this CPU runs, on one thread: a
+// (1536, 576) matrix (SmolLM2's gate projection) of deterministic weights against kTokens
+// activation rows, called as matmul calls them: "cols" one weight row by up to kMaxCols tokens,
+// "tile" kTileRows rows by kTileCols tokens. Prints the minimum over the passes (the least
+// disturbed by other work) as ns per block and activation row.
 void bench_kernels() {
-    const int n = 576, d = 1536, nb = n / QK, passes = 500;
-    std::vector<float> wf(static_cast<size_t>(n) * d), xf(static_cast<size_t>(n) * kMaxCols);
+    constexpr int kTokens = 16;
+    const int n = 576, d = 1536, nb = n / QK, passes = 200;
+    std::vector<float> wf(static_cast<size_t>(n) * d), xf(static_cast<size_t>(n) * kTokens);
     for (size_t i = 0; i < wf.size(); ++i) wf[i] = 0.1f + 2.0f * std::cos(static_cast<float>(i) * 0.37f);
     for (size_t i = 0; i < xf.size(); ++i) xf[i] = 0.1f + 2.0f * std::cos(static_cast<float>(i) * 0.11f + 1.0f);
-    struct level { simd_isa isa; dot_cols_fn q4_0, q4_1, q8_0; };
+    struct tile { tile_fn fn; int rows, cols, offset; };
+    struct level { const char *name; dot_cols_fn q4_0, q4_1, q8_0; tile t4_0, t4_1, t8_0; };
+    const auto t256 = [](tile_fn f) { return tile{f, kTileRows, kTileCols, 0}; };
     std::vector<level> levels;
-    if (cpu_has_avx2()) levels.push_back({simd_isa::avx2, cols_q4_0_q8_0_avx2, cols_q4_1_q8_1_avx2, cols_q8_0_q8_0_avx2});
+    if (cpu_has_avx2())
+        levels.push_back({"avx2", cols_q4_0_q8_0_avx2, cols_q4_1_q8_1_avx2, cols_q8_0_q8_0_avx2,
+                          t256(tile_q4_0_q8_0_avx2), t256(tile_q4_1_q8_1_avx2), t256(tile_q8_0_q8_0_avx2)});
     if (cpu_has_avx512())
-        levels.push_back({simd_isa::avx512, cols_q4_0_q8_0_avx512, cols_q4_1_q8_1_avx512, cols_q8_0_q8_0_avx512});
-    if (cpu_has_avx512vnni())
-        levels.push_back({simd_isa::avx512vnni, cols_q4_0_q8_0_avx512vnni, cols_q4_1_q8_1_avx512vnni, cols_q8_0_q8_0_avx512vnni});
+        levels.push_back({"avx512", cols_q4_0_q8_0_avx512, cols_q4_1_q8_1_avx512, cols_q8_0_q8_0_avx512,
+                          t256(tile_q4_0_q8_0_avx512), t256(tile_q4_1_q8_1_avx512), t256(tile_q8_0_q8_0_avx512)});
+    if (cpu_has_avx512vnni()) {
+        levels.push_back({"avx512vnni", cols_q4_0_q8_0_avx512vnni, cols_q4_1_q8_1_avx512vnni,
+                          cols_q8_0_q8_0_avx512vnni, t256(tile_q4_0_q8_0_avx512vnni),
+                          t256(tile_q4_1_q8_1_avx512vnni), t256(tile_q8_0_q8_0_avx512vnni)});
+        levels.push_back({"avx512vnni-zmm", cols_q4_0_q8_0_avx512vnni, cols_q4_1_q8_1_avx512vnni,
+                          cols_q8_0_q8_0_avx512vnni, {tile_q4_0_q8_0_zmm, kZmmTileRows, kZmmTileCols, 8},
+                          {tile_q4_1_q8_1_zmm, kZmmTileRows, kZmmTileCols, 0},
+                          {tile_q8_0_q8_0_zmm, kZmmTileRows, kZmmTileCols, 128}});
+    }
     for (tensor_type t : {tensor_type::q4_0, tensor_type::q4_1, tensor_type::q8_0}) {
         const size_t w_row = row_bytes(t, n);
         std::vector<uint8_t> w(w_row * d);
@@ -59,32 +73,48 @@ void bench_kernels() {
             if (t == tensor_type::q8_0) quantize_weights_q8_0(src, reinterpret_cast<block_q8_0 *>(dst), n);
         }
         const tensor_type at = activation_type(t);
-        const size_t xs = row_bytes(at, n);
-        std::vector<uint8_t> xq(xs * kMaxCols);
-        std::vector<float> xd(static_cast<size_t>(nb) * 2 * kMaxCols);
-        for (int c = 0; c < kMaxCols; ++c) {
+        const size_t xs = row_bytes(at, n), sts = kTokens + kTileOut;
+        std::vector<uint8_t> xq(xs * kTokens);
+        std::vector<float> xd(static_cast<size_t>(nb) * 2 * kTokens), xt(2 * nb * sts);
+        std::vector<int32_t> xc(static_cast<size_t>(kTokens * nb * 8));
+        for (int c = 0; c < kTokens; ++c) {
             quantize_row(at, xf.data() + c * n, xq.data() + c * xs, n);
             activation_scales(at, xq.data() + c * xs, n, xd.data() + c * nb * 2);
         }
+        transpose_scales(xd.data(), kTokens, nb, xt.data(), sts);
         // passes outer, levels inner: every level sees the same moments of the machine
-        std::vector<double> best(levels.size(), 1e30);
-        float sink = 0.0f, out[kMaxCols];
+        std::vector<double> best_cols(levels.size(), 1e30), best_tile(levels.size(), 1e30);
+        float sink = 0.0f, out[16 * kTileOut];
         for (int p = 0; p < passes; ++p) {
             for (size_t k = 0; k < levels.size(); ++k) {
                 const level &l = levels[k];
                 const dot_cols_fn f = t == tensor_type::q4_0 ? l.q4_0 : t == tensor_type::q4_1 ? l.q4_1 : l.q8_0;
-                const auto t0 = clock_type::now();
-                for (int r = 0; r < d; ++r) {
-                    f(n, w.data() + static_cast<size_t>(r) * w_row, xq.data(), xs, xd.data(), kMaxCols, out);
-                    sink += out[0];
-                }
-                best[k] = std::min(best[k], seconds_since(t0));
+                auto t0 = clock_type::now();
+                for (int r = 0; r < d; ++r)
+                    for (int c = 0; c < kTokens; c += kMaxCols) {
+                        f(n, w.data() + static_cast<size_t>(r) * w_row, xq.data() + c * xs, xs, xd.data() + c * nb * 2,
+                          kMaxCols, out);
+                        sink += out[0];
+                    }
+                best_cols[k] = std::min(best_cols[k], seconds_since(t0));
+                const tile &g = t == tensor_type::q4_0 ? l.t4_0 : t == tensor_type::q4_1 ? l.t4_1 : l.t8_0;
+                t0 = clock_type::now();
+                if (g.offset) offset_sums(xq.data(), kTokens, xs, nb, g.offset, xc.data()); // once per matmul
+                for (int r = 0; r < d; r += g.rows)
+                    for (int c = 0; c < kTokens; c += g.cols) {
+                        g.fn(n, w.data() + static_cast<size_t>(r) * w_row, w_row, g.rows, xq.data() + c * xs, xs,
+                             xt.data() + c, sts, xc.data() + c * nb * 8, g.cols, out);
+                        sink += out[0];
+                    }
+                best_tile[k] = std::min(best_tile[k], seconds_since(t0));
             }
         }
+        const double per = 1e9 / (static_cast<double>(d) * nb * kTokens);
         for (size_t k = 0; k < levels.size(); ++k)
-            std::printf("{\"test\":\"kernel\",\"format\":\"%s\",\"isa\":\"%s\",\"ns_per_block_row\":%.3f,\"check\":%g}\n",
-                        tensor_type_name(t), simd_isa_name(levels[k].isa),
-                        best[k] * 1e9 / (static_cast<double>(d) * nb * kMaxCols), static_cast<double>(sink));
+            std::printf("{\"test\":\"kernel\",\"format\":\"%s\",\"isa\":\"%s\",\"cols_ns_per_block_row\":%.3f,"
+                        "\"tile_ns_per_block_row\":%.3f,\"check\":%g}\n",
+                        tensor_type_name(t), levels[k].name, best_cols[k] * per, best_tile[k] * per,
+                        static_cast<double>(sink));
     }
 }
 

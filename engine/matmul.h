@@ -11,12 +11,23 @@ namespace actorserve {
 
 // x: (n_tok, w.n_in) float, y: (n_tok, w.n_out) float.
 // x is first quantized into scratch (reused, grown as needed) in the format the weight
-// type pairs with; then each weight row is read once and dotted with every token's row, rows
-// split across the pool. Cost: n_tok * n_out dots of n_in; the weight read dominates at small
-// n_tok, which is why a batch shares it.
+// type pairs with; then the quantized formats go through register tiles (quants.h: kTileRows
+// weight rows by kTileCols tokens), the rows split across the pool, and within a thread's rows
+// the tokens taken kTokenBlock at a time, so a block of rows is reused from cache for every
+// token of the step. Cost: n_tok * n_out dots of n_in; the weight read dominates at small n_tok,
+// which is why a batch shares it. y does not depend on n_tok or on the thread count.
+// Fewer than kTileCols tokens (single-sequence decode) take the one-row kernel instead: a
+// tile of one token column reads kTileRows weight streams at once and measured slower there.
+// Tokens per cache block of the tiled path.
+constexpr int64_t kTokenBlock = 64;
+// Fewest tokens that go through the tiles.
+constexpr int64_t kMinTileTokens = 4;
+
 struct matmul_scratch {
     std::vector<uint8_t> xq; // (n_tok, row_bytes) quantized activations
     std::vector<float> xd;   // (n_tok, n_in / 32, 2) their block scales as floats
+    std::vector<float> xt;   // (n_in / 32, 2, n_tok + padding) the same, transposed
+    std::vector<int32_t> xc; // (n_tok, n_in / 32, 8) offset sums for the tiles that take them
 };
 void matmul(const weight_matrix &w, const float *x, int64_t n_tok, float *y, thread_pool &pool,
             matmul_scratch &scratch);

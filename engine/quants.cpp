@@ -1,12 +1,15 @@
 #include "engine/quants.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <immintrin.h>
+#include <type_traits>
+#include <utility>
 
 #include "engine/fp16.h"
 
@@ -318,6 +321,39 @@ AS_KERNEL(k_q8_0, block_q8_0, cols_q8_0_q8_0)
 #undef AS_KERNEL
 } // namespace
 
+// ---- register tiles (tile_kernel.inc) for AVX2 ---------------------------------------------
+
+namespace tile_avx2 {
+// The integer step: maddubs pairs, madd into lanes of four. Signed weights: |q| and q's sign
+// moved onto x (vpsign), as dot_i8_i8 forms them.
+struct isa {
+    struct weights { __m256i u, q; };
+    AS_AVX2 static weights split(__m256i q) { return {_mm256_sign_epi8(q, q), q}; }
+    AS_AVX2 static __m256i apply(const weights &w, __m256i x) { return _mm256_sign_epi8(x, w.q); }
+    AS_AVX2 static __m256i dot4(__m256i u, __m256i s) {
+        return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+    }
+};
+AS_AVX2 inline __m256i weight_quants(const block_q4_0 &w) { return _mm256_sub_epi8(unpack_nibbles(w.qs), _mm256_set1_epi8(8)); }
+AS_AVX2 inline __m256i weight_quants(const block_q8_0 &w) { return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(w.qs)); }
+#define AS_TILE AS_AVX2
+#include "engine/tile_kernel.inc"
+#undef AS_TILE
+} // namespace tile_avx2
+
+void tile_q4_0_q8_0_avx2(int64_t n, const void *w, size_t ws, int nr, const void *x, size_t xs, const float *xt, size_t sts,
+                        const int32_t *xc, int nc, float *out) {
+    tile_avx2::tile_run<tile_avx2::isa, block_q4_0>(n, w, ws, nr, x, xs, xt, sts, xc, nc, out);
+}
+void tile_q4_1_q8_1_avx2(int64_t n, const void *w, size_t ws, int nr, const void *x, size_t xs, const float *xt, size_t sts,
+                        const int32_t *xc, int nc, float *out) {
+    tile_avx2::tile_run<tile_avx2::isa, block_q4_1>(n, w, ws, nr, x, xs, xt, sts, xc, nc, out);
+}
+void tile_q8_0_q8_0_avx2(int64_t n, const void *w, size_t ws, int nr, const void *x, size_t xs, const float *xt, size_t sts,
+                        const int32_t *xc, int nc, float *out) {
+    tile_avx2::tile_run<tile_avx2::isa, block_q8_0>(n, w, ws, nr, x, xs, xt, sts, xc, nc, out);
+}
+
 AS_AVX2 float dot_q4_0_q8_0_avx2(int64_t n, const void *w, const void *x) {
     float r;
     cols_q4_0_q8_0<1, false>(n, static_cast<const block_q4_0 *>(w), static_cast<const uint8_t *>(x), 0, nullptr, &r);
@@ -501,6 +537,15 @@ void activation_scales(tensor_type t, const void *x, int64_t n, float *xd) {
     }
 }
 
+void transpose_scales(const float *xd, int64_t n_rows, int64_t nb, float *xt, size_t sts) {
+    for (int64_t b = 0; b < nb; ++b)
+        for (int k = 0; k < 2; ++k) {
+            float *col = xt + (2 * b + k) * sts;
+            for (int64_t c = 0; c < n_rows; ++c) col[c] = xd[(c * nb + b) * 2 + k];
+            for (size_t c = static_cast<size_t>(n_rows); c < sts; ++c) col[c] = 0.0f;
+        }
+}
+
 void quantize_row_q8_0(const float *x, block_q8_0 *y, int64_t n) {
     assert(n % QK == 0);
     use_avx2() ? quantize_row_q8_0_avx2(x, y, n) : quantize_row_q8_0_ref(x, y, n);
@@ -546,6 +591,40 @@ dot_cols_fn dot_cols_kernel(tensor_type weight) {
     case tensor_type::f32:
         return use_avx2() ? cols_by_dot<dot_f32_f32_avx2> : cols_by_dot<dot_f32_f32_ref>;
     default: return nullptr;
+    }
+}
+
+tile_kernel_info tile_kernel(tensor_type weight) {
+    const simd_isa isa = selected_simd_isa();
+    if (isa == simd_isa::avx512vnni) {
+        switch (weight) {
+        case tensor_type::q4_0: return {tile_q4_0_q8_0_zmm, kZmmTileRows, kZmmTileCols, 8};
+        case tensor_type::q4_1: return {tile_q4_1_q8_1_zmm, kZmmTileRows, kZmmTileCols, 0};
+        case tensor_type::q8_0: return {tile_q8_0_q8_0_zmm, kZmmTileRows, kZmmTileCols, 128};
+        default: return {};
+        }
+    }
+    tile_fn fn = nullptr;
+    switch (weight) {
+    case tensor_type::q4_0: fn = pick<tile_fn>(nullptr, tile_q4_0_q8_0_avx2, tile_q4_0_q8_0_avx512, tile_q4_0_q8_0_avx512vnni); break;
+    case tensor_type::q4_1: fn = pick<tile_fn>(nullptr, tile_q4_1_q8_1_avx2, tile_q4_1_q8_1_avx512, tile_q4_1_q8_1_avx512vnni); break;
+    case tensor_type::q8_0: fn = pick<tile_fn>(nullptr, tile_q8_0_q8_0_avx2, tile_q8_0_q8_0_avx512, tile_q8_0_q8_0_avx512vnni); break;
+    default: break;
+    }
+    if (fn == nullptr) return {};
+    return {fn, kTileRows, kTileCols, 0};
+}
+
+void offset_sums(const void *x, int64_t n_rows, size_t xs, int64_t nb, int k, int32_t *xc) {
+    for (int64_t c = 0; c < n_rows; ++c) {
+        const block_q8_0 *xb = reinterpret_cast<const block_q8_0 *>(static_cast<const uint8_t *>(x) + c * xs);
+        for (int64_t b = 0; b < nb; ++b) {
+            int32_t *o = xc + (c * nb + b) * 8;
+            for (int j = 0; j < 8; ++j) {
+                const int8_t *q = xb[b].qs + 4 * j;
+                o[j] = -k * (q[0] + q[1] + q[2] + q[3]);
+            }
+        }
     }
 }
 

@@ -78,8 +78,61 @@ void cols_q4_1_q8_1_avx2(int64_t n, const void *w, const void *x, size_t x_strid
 void cols_q8_0_q8_0_avx2(int64_t n, const void *w, const void *x, size_t x_stride, const float *xd, int n_cols, float *out);
 // One quantized activation row (Q8_0 or Q8_1, n elements) -> its scales (n/QK, 2): d, s (0 for Q8_0).
 void activation_scales(tensor_type t, const void *x, int64_t n, float *xd);
+// xd of n_rows rows ((n_rows, nb, 2) as activation_scales writes them) -> xt (nb, 2, sts),
+// sts >= n_rows + kTileOut, the padding zeroed.
+void transpose_scales(const float *xd, int64_t n_rows, int64_t nb, float *xt, size_t sts);
 // The multi-column kernel for a weight type at selected_simd_isa().
 dot_cols_fn dot_cols_kernel(tensor_type weight);
+
+// Register tiles: out[r * kTileOut + c] = dot(w_r, x_c) for nr weight rows w_r = w + r * ws
+// bytes (1 <= nr <= the kernel's rows) and nc activation rows x_c = x + c * xs bytes (1 <= nc
+// <= its columns), each weight block unpacked once for all the tile's tokens and each token's
+// block loaded once for all its rows. Bit-identical to nr * nc separate dot_fn calls.
+// xt: the activation rows' block scales as floats, transposed: xt[2 * b * sts + c] = d and
+// xt[(2 * b + 1) * sts + c] = s (Q8_1; 0 for Q8_0) of block b and row c, from
+// transpose_scales; kTileOut floats must be readable from any c < nc.
+// xc: for the kernels with an offset k (tile_kernel_info), the activation rows' offset sums
+// from offset_sums; the others ignore it.
+constexpr int kTileOut = 16; // the row stride of a tile's out, and xt's padding
+using tile_fn = void (*)(int64_t n, const void *w, size_t ws, int nr, const void *x, size_t xs, const float *xt,
+                         size_t sts, const int32_t *xc, int nc, float *out);
+// 256-bit tiles (tile_kernel.inc), AVX2 and AVX-512 without VNNI: 4 rows x 4 tokens.
+// 4 x 4 measured fastest on Zen 4 (AVX-512 VNNI and AVX2) against 2 x 4, 4 x 8, 6 x 4 and 8 x 4
+// (docs/engine.md); 16 accumulators, and AVX-512VL's 32 vector registers hold them without spills.
+constexpr int kTileRows = 4, kTileCols = 4; // the largest tile; smaller ones at the edges
+#define AS_TILE_DECL(NAME) \
+    void NAME(int64_t n, const void *w, size_t ws, int nr, const void *x, size_t xs, const float *xt, size_t sts, \
+              const int32_t *xc, int nc, float *out);
+AS_TILE_DECL(tile_q4_0_q8_0_avx2)
+AS_TILE_DECL(tile_q4_1_q8_1_avx2)
+AS_TILE_DECL(tile_q8_0_q8_0_avx2)
+AS_TILE_DECL(tile_q4_0_q8_0_avx512)
+AS_TILE_DECL(tile_q4_1_q8_1_avx512)
+AS_TILE_DECL(tile_q8_0_q8_0_avx512)
+AS_TILE_DECL(tile_q4_0_q8_0_avx512vnni)
+AS_TILE_DECL(tile_q4_1_q8_1_avx512vnni)
+AS_TILE_DECL(tile_q8_0_q8_0_avx512vnni)
+// 512-bit tiles (tile_zmm.cpp), AVX-512 VNNI: two weight rows per vector, up to kZmmTileRows
+// rows x kZmmTileCols tokens. The signed formats (Q4_0, Q8_0) take offset sums xc.
+constexpr int kZmmTileRows = 2, kZmmTileCols = 16;
+AS_TILE_DECL(tile_q4_0_q8_0_zmm)
+AS_TILE_DECL(tile_q4_1_q8_1_zmm)
+AS_TILE_DECL(tile_q8_0_q8_0_zmm)
+#undef AS_TILE_DECL
+// What matmul needs to drive a tile kernel: the function, its largest shape, and the offset k
+// of its xc (0: none).
+struct tile_kernel_info {
+    tile_fn fn = nullptr;
+    int rows = 0, cols = 0;
+    int offset = 0;
+};
+// The tile kernel for a weight type at selected_simd_isa(); fn is nullptr where there is none
+// (the ref level, F16, F32): those go through dot_cols_kernel.
+tile_kernel_info tile_kernel(tensor_type weight);
+// xc[(c * nb + b) * 8 + j] = -k * (sum of bytes 4j..4j+3 of block b's quants) for n_rows Q8_0
+// activation rows x + c * xs of nb blocks: the lane offsets of a signed weight taken as
+// unsigned (Q4_0: k = 8, Q8_0: k = 128).
+void offset_sums(const void *x, int64_t n_rows, size_t xs, int64_t nb, int k, int32_t *xc);
 
 // AVX-512 variants (quants_avx512.cpp): 256-bit AVX-512VL/BW steps, vpdpbusd in the
 // *_avx512vnni ones, maddubs + madd in the *_avx512 ones; bit-identical to the AVX2 kernels.

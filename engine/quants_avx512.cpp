@@ -19,8 +19,11 @@
 // two blocks that are not adjacent in memory and splitting the lanes back into per-block fmas
 // cost a shuffle each, all on port 5, and 512-bit operations leave port 1's vector units idle),
 // and scale products computed 16 blocks at a time into a stack buffer (about 40% slower).
+#include <array>
 #include <cmath>
 #include <immintrin.h>
+#include <type_traits>
+#include <utility>
 
 #include "engine/quants.h"
 
@@ -165,6 +168,34 @@ inline float dot_run(int64_t n, const void *w, const void *x) {
     return r;
 }
 
+// ---- register tiles (tile_kernel.inc): once per level, each compiled for its own target -------
+
+namespace tile_avx512 {
+using I = isa_avx512;
+struct isa : I {
+    using weights = signed_weights;
+    AS_AVX512 static weights split(__m256i q) { return split_sign(q); }
+    AS_AVX512 static __m256i apply(const weights &w, __m256i x) { return apply_sign(w, x); }
+    AS_AVX512 static __m256i dot4(__m256i u, __m256i s) { return I::dot4(_mm256_setzero_si256(), u, s); }
+};
+#define AS_TILE AS_AVX512
+#include "engine/tile_kernel.inc"
+#undef AS_TILE
+} // namespace tile_avx512
+
+namespace tile_vnni {
+using I = isa_avx512_vnni;
+struct isa : I {
+    using weights = signed_weights;
+    AS_AVX512_VNNI static weights split(__m256i q) { return split_sign(q); }
+    AS_AVX512_VNNI static __m256i apply(const weights &w, __m256i x) { return apply_sign(w, x); }
+    AS_AVX512_VNNI static __m256i dot4(__m256i u, __m256i s) { return I::dot4(_mm256_setzero_si256(), u, s); }
+};
+#define AS_TILE AS_AVX512_VNNI
+#include "engine/tile_kernel.inc"
+#undef AS_TILE
+} // namespace tile_vnni
+
 } // namespace
 
 // ---- entry points: one per format and ISA ----------------------------------------------------
@@ -194,5 +225,22 @@ inline float dot_run(int64_t n, const void *w, const void *x) {
 AS_ENTRY(AS_AVX512, isa_avx512, avx512)
 AS_ENTRY(AS_AVX512_VNNI, isa_avx512_vnni, avx512vnni)
 #undef AS_ENTRY
+
+#define AS_TILE_ENTRY(NS, SUFFIX)                                                                                  \
+    void tile_q4_0_q8_0_##SUFFIX(int64_t n, const void *w, size_t ws, int nr, const void *x, size_t xs,            \
+                                 const float *xt, size_t sts, const int32_t *xc, int nc, float *out) {          \
+        NS::tile_run<NS::isa, block_q4_0>(n, w, ws, nr, x, xs, xt, sts, xc, nc, out);                             \
+    }                                                                                                              \
+    void tile_q4_1_q8_1_##SUFFIX(int64_t n, const void *w, size_t ws, int nr, const void *x, size_t xs,            \
+                                 const float *xt, size_t sts, const int32_t *xc, int nc, float *out) {          \
+        NS::tile_run<NS::isa, block_q4_1>(n, w, ws, nr, x, xs, xt, sts, xc, nc, out);                             \
+    }                                                                                                              \
+    void tile_q8_0_q8_0_##SUFFIX(int64_t n, const void *w, size_t ws, int nr, const void *x, size_t xs,            \
+                                 const float *xt, size_t sts, const int32_t *xc, int nc, float *out) {          \
+        NS::tile_run<NS::isa, block_q8_0>(n, w, ws, nr, x, xs, xt, sts, xc, nc, out);                             \
+    }
+AS_TILE_ENTRY(tile_avx512, avx512)
+AS_TILE_ENTRY(tile_vnni, avx512vnni)
+#undef AS_TILE_ENTRY
 
 } // namespace actorserve

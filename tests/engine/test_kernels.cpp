@@ -539,3 +539,76 @@ TEST_CASE("quants: AVX2 activation quantization writes the reference's bytes") {
     convert_row_f16_avx2(x.data(), f.data(), n - 3);
     CHECK(e == f);
 }
+
+TEST_CASE("kernels: register tiles give every output the one-token AVX2 result, bit for bit, at every shape") {
+    struct kernel { tile_fn fn; int rows, cols, offset; };
+    struct level { const char *name; kernel q4_0, q4_1, q8_0; };
+    const auto k256 = [](tile_fn f) { return kernel{f, kTileRows, kTileCols, 0}; };
+    std::vector<level> levels{{"avx2", k256(tile_q4_0_q8_0_avx2), k256(tile_q4_1_q8_1_avx2), k256(tile_q8_0_q8_0_avx2)}};
+    if (cpu_has_avx512())
+        levels.push_back({"avx512", k256(tile_q4_0_q8_0_avx512), k256(tile_q4_1_q8_1_avx512), k256(tile_q8_0_q8_0_avx512)});
+    else MESSAGE("SKIPPED: this CPU lacks AVX-512 F/BW/VL, so the avx512 tiles were not run");
+    if (cpu_has_avx512vnni()) {
+        levels.push_back({"avx512vnni", k256(tile_q4_0_q8_0_avx512vnni), k256(tile_q4_1_q8_1_avx512vnni),
+                          k256(tile_q8_0_q8_0_avx512vnni)});
+        levels.push_back({"zmm", {tile_q4_0_q8_0_zmm, kZmmTileRows, kZmmTileCols, 8},
+                          {tile_q4_1_q8_1_zmm, kZmmTileRows, kZmmTileCols, 0},
+                          {tile_q8_0_q8_0_zmm, kZmmTileRows, kZmmTileCols, 128}});
+    } else MESSAGE("SKIPPED: this CPU lacks AVX-512 VNNI, so the avx512vnni and zmm tiles were not run");
+    constexpr int kRows = std::max(kTileRows, kZmmTileRows), kCols = std::max(kTileCols, kZmmTileCols);
+    for (tensor_type t : {tensor_type::q4_0, tensor_type::q4_1, tensor_type::q8_0}) {
+        const dot_fn one = t == tensor_type::q4_0 ? dot_q4_0_q8_0_avx2 : t == tensor_type::q4_1 ? dot_q4_1_q8_1_avx2 : dot_q8_0_q8_0_avx2;
+        for (int n : kBlockedSizes) {
+            CAPTURE(tensor_type_name(t));
+            CAPTURE(n);
+            const size_t ws = row_bytes(t, n);
+            std::vector<uint8_t> w;
+            for (int r = 0; r < kRows; ++r) {
+                const std::vector<uint8_t> row = make_weight(t, wave(n, 0.4f + 0.3f * static_cast<float>(r)));
+                w.insert(w.end(), row.begin(), row.end());
+            }
+            if (t == tensor_type::q8_0) // the extremes of the signed bytes, taken as unsigned by the zmm tiles
+                for (int b = 0; b < n / QK; ++b) {
+                    auto *blk = reinterpret_cast<block_q8_0 *>(w.data()) + b;
+                    blk->qs[0] = -128, blk->qs[1] = 127, blk->qs[5] = -127;
+                }
+            const tensor_type at = activation_type(t);
+            const size_t xs = row_bytes(at, n);
+            const int64_t nb = n / QK;
+            std::vector<uint8_t> xq(xs * kCols);
+            std::vector<float> xd(static_cast<size_t>(kCols * nb * 2));
+            for (int c = 0; c < kCols; ++c) {
+                const std::vector<float> x = wave(n, 1.0f + 0.37f * static_cast<float>(c));
+                quantize_row(at, x.data(), xq.data() + c * xs, n);
+                activation_scales(at, xq.data() + c * xs, n, xd.data() + c * nb * 2);
+            }
+            const size_t sts = kCols + kTileOut; // padding beyond the columns, as matmul leaves it
+            std::vector<float> xt(2 * nb * sts);
+            transpose_scales(xd.data(), kCols, nb, xt.data(), sts);
+            for (const level &l : levels) {
+                CAPTURE(l.name);
+                const kernel &k = t == tensor_type::q4_0 ? l.q4_0 : t == tensor_type::q4_1 ? l.q4_1 : l.q8_0;
+                std::vector<int32_t> xc(static_cast<size_t>(kCols * nb * 8));
+                if (k.offset) offset_sums(xq.data(), kCols, xs, nb, k.offset, xc.data());
+                for (int nr = 1; nr <= k.rows; ++nr)
+                    for (int nc = 1; nc <= k.cols; ++nc) {
+                        float out[kRows * kTileOut];
+                        k.fn(n, w.data(), ws, nr, xq.data(), xs, xt.data(), sts, xc.data(), nc, out);
+                        int mismatches = 0;
+                        for (int r = 0; r < nr; ++r)
+                            for (int c = 0; c < nc; ++c)
+                                mismatches += !same_bits(out[r * kTileOut + c], one(n, w.data() + r * ws, xq.data() + c * xs));
+                        CAPTURE(nr);
+                        CAPTURE(nc);
+                        CHECK(mismatches == 0);
+                    }
+                // a tile that starts at a later token reads that token's scales and offsets
+                const int c0 = kCols - 3;
+                float out[kRows * kTileOut];
+                k.fn(n, w.data(), ws, 1, xq.data() + c0 * xs, xs, xt.data() + c0, sts,
+                     xc.data() + static_cast<size_t>(c0 * nb * 8), 3, out);
+                for (int c = 0; c < 3; ++c) CHECK(same_bits(out[c], one(n, w.data(), xq.data() + (c0 + c) * xs)));
+            }
+        }
+    }
+}
