@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "engine/attention_ops.h"
 #include "engine/fp16.h"
 #include "engine/matmul.h"
 #include "engine/ops.h"
@@ -36,9 +37,12 @@ llama_context::llama_context(const llama_model &model, const context_params &par
     att_.resize(T * hp.n_q());
     gate_.resize(T * hp.n_ff);
     up_.resize(T * hp.n_ff);
-    scores_.resize(static_cast<size_t>(hp.n_head) * n_ctx_pad_);
-    qh_.resize(static_cast<size_t>(hp.n_q()));
-    ph_.assign(static_cast<size_t>(hp.n_head) * n_ctx_pad_, 0);
+    // attention's scratch, per thread: one K/V head's group of query heads at a time
+    const size_t group_rows = static_cast<size_t>(pool_.size()) * static_cast<size_t>(hp.n_head / hp.n_head_kv);
+    scores_.resize(group_rows * n_ctx_pad_);
+    wide_.resize(group_rows * n_ctx_pad_);
+    qh_.resize(group_rows * static_cast<size_t>(hp.head_dim));
+    ph_.assign(group_rows * n_ctx_pad_, 0);
     logits_.resize(static_cast<size_t>(n_vocab_));
     eval_batch_.reserve(T);
 }
@@ -133,8 +137,9 @@ void llama_context::forward(std::span<const batch_token> batch) {
     matmul(model_.output(), out_x_.data(), n_outputs_, logits_.data(), pool_, xq_);
 }
 
-// Causal grouped-query attention for the batch's tokens, heads split across threads.
-// For query head h the K/V head is h / (n_head / n_head_kv).
+// Causal grouped-query attention for the batch's tokens. The work is split across threads by
+// (token, K/V head): the n_head / n_head_kv query heads of a group read each K row and V
+// segment once together (attention_ops.h), and every thread has its own scratch.
 //
 // note: the numerics follow llama.cpp's CPU path (F16 cache, no flash attention) step by
 // step, so that our logits are bit-identical to it, not merely close; the model is sensitive
@@ -150,11 +155,14 @@ void llama_context::forward(std::span<const batch_token> batch) {
 // Both choices depend only on the token's own sequence, never on the others in the batch:
 // that is what makes a sequence's logits the same alone or batched. The cache being paged
 // changes no bits either: a score is one key's dot as before, and each output channel sums
-// its V row block by block carrying its accumulators across blocks (matvec_f16_*_paged), so
-// in exactly the contiguous order (B % 32 == 0).
-// Cost: O(n_kv * head_dim) per head and token; no tiling yet. Per block, a head reads its K
-// rows (B rows of head_dim halves, n_kv apart) and its V tile (head_dim * B halves, one
-// contiguous stream).
+// its V row block by block carrying its accumulators across blocks, so in exactly the
+// contiguous order (B % 32 == 0).
+// The masked keys past the token's own position are skipped from the first multiple of 32
+// after it (n_use): their weights are exactly 0 after the softmax, which adds exp(-inf) = 0 to
+// its sum, and each output channel's accumulators would only add 0 * V for them (V is finite,
+// see kv_). Adding an exact zero leaves a float unchanged (but for -0 + 0, which is +0 and
+// equal), so the bits are those of the whole padded row. In a prompt this halves the work.
+// Cost: O(n_use * head_dim) per head and token.
 void llama_context::attention(std::span<const batch_token> batch, int il) {
     const llama_hparams &hp = model_.hparams();
     const int NQ = hp.n_q(), NKV = hp.n_kv(), HD = hp.head_dim, B = block_size_;
@@ -162,36 +170,35 @@ void llama_context::attention(std::span<const batch_token> batch, int il) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(HD));
     const int n_tok = static_cast<int>(batch.size());
     const uint16_t *layer0 = kv_layer(0, il); // this layer in block 0; block b is b * block_halves_ further
+    const size_t rows = static_cast<size_t>(group) * n_ctx_pad_; // per-thread scratch of one group
 
-    pool_.parallel_for(hp.n_head, [&](int64_t h0, int64_t h1) {
-        for (int64_t h = h0; h < h1; ++h) {
-            const int kvh = static_cast<int>(h) / group;
-            const uint16_t *k0 = layer0 + kvh * HD;                                       // K row 0, this head
+    pool_.parallel_for(static_cast<int64_t>(n_tok) * hp.n_head_kv, [&](int64_t a0, int64_t a1, int thread) {
+        float *sc = &scores_[static_cast<size_t>(thread) * rows];
+        float *wide = &wide_[static_cast<size_t>(thread) * rows];
+        uint16_t *ph = &ph_[static_cast<size_t>(thread) * rows];
+        uint16_t *qh = &qh_[static_cast<size_t>(thread) * group * HD];
+        for (int64_t a = a0; a < a1; ++a) {
+            const int t = static_cast<int>(a / hp.n_head_kv), kvh = static_cast<int>(a % hp.n_head_kv);
+            const int s = batch[t].seq;
+            const int32_t *table = slots_.table(s).data();
+            const int n_keys = batch[t].pos + 1; // causal: positions 0 .. pos
+            const int n_kv = std::min((slots_.last(s) + 1 + 31) / 32 * 32, n_ctx_pad_);
+            const int n_use = std::min(n_kv, (n_keys + 31) / 32 * 32);
+            assert(static_cast<size_t>(n_kv) <= slots_.table(s).size() * B);
+            const bool gemm = slots_.count(s) > 1 || slots_.params().chunk_invariant;
+            const uint16_t *k0 = layer0 + kvh * HD;                                                    // K row 0, this head
             const uint16_t *v0 = layer0 + static_cast<size_t>(B) * NKV + static_cast<size_t>(kvh) * HD * B; // V tile, this head
-            float *sc = &scores_[static_cast<size_t>(h) * n_ctx_pad_];
-            uint16_t *qh = &qh_[static_cast<size_t>(h) * HD];
-            uint16_t *ph = &ph_[static_cast<size_t>(h) * n_ctx_pad_];
-            for (int t = 0; t < n_tok; ++t) {
-                const size_t s = static_cast<size_t>(batch[t].seq);
-                const int32_t *table = slots_.table(static_cast<int>(s)).data();
-                const int n_keys = batch[t].pos + 1; // causal: positions 0 .. pos
-                const int n_kv = std::min((slots_.last(static_cast<int>(s)) + 1 + 31) / 32 * 32, n_ctx_pad_);
-                assert(static_cast<size_t>(n_kv) <= slots_.table(static_cast<int>(s)).size() * B);
-                const bool gemm = slots_.count(static_cast<int>(s)) > 1 || slots_.params().chunk_invariant;
-                float (*const dot)(int, const uint16_t *, const uint16_t *) = gemm ? dot_f16_gemm : dot_f16_lanes;
-                const auto vmul = gemm ? matvec_f16_gemm_paged : matvec_f16_lanes_paged;
-                convert_row_f16(&q_[t * NQ + h * HD], qh, HD);
-                for (int j0 = 0, b = 0; j0 < n_keys; j0 += B, ++b) {
-                    const uint16_t *kb = k0 + static_cast<size_t>(table[b]) * block_halves_;
-                    const int n = std::min(B, n_keys - j0);
-                    for (int o = 0; o < n; ++o) sc[j0 + o] = dot(HD, kb + static_cast<size_t>(o) * NKV, qh);
-                }
-                std::fill(sc + n_keys, sc + n_kv, -INFINITY);
-                softmax(sc, n_kv, scale);
-                convert_row_f16(sc, ph, n_kv);
-                float *out = &att_[t * NQ + h * HD];
-                vmul(n_kv, HD, v0, table, block_halves_, B, ph, out); // out[d] = sum_j V[d][j] ph[j]
+            const int h0 = kvh * group; // the group's query heads h0 .. h0 + group - 1, adjacent in q_
+            convert_row_f16(&q_[t * NQ + h0 * HD], qh, group * HD);
+            attn_scores(gemm, HD, n_keys, k0, table, block_halves_, B, NKV, qh, group, sc, n_ctx_pad_);
+            for (int g = 0; g < group; ++g) {
+                float *sg = sc + static_cast<size_t>(g) * n_ctx_pad_;
+                std::fill(sg + n_keys, sg + n_use, -INFINITY);
+                softmax(sg, n_use, scale);
+                convert_row_f16(sg, ph + static_cast<size_t>(g) * n_ctx_pad_, n_use);
             }
+            // out[g * HD + d] = sum_j V[d][j] ph_g[j]
+            attn_values(gemm, n_use, HD, v0, table, block_halves_, B, ph, n_ctx_pad_, group, wide, &att_[t * NQ + h0 * HD]);
         }
     });
 }

@@ -108,9 +108,11 @@ private:
     std::vector<float> att_;    // (T, n_q) attention output
     std::vector<float> gate_;   // (T, n_ff)
     std::vector<float> up_;     // (T, n_ff)
-    std::vector<float> scores_; // (n_head, n_ctx_pad) one row of attention scores per head
-    std::vector<uint16_t> qh_;  // (n_head, head_dim) one query per head, in half precision
-    std::vector<uint16_t> ph_;  // (n_head, n_ctx_pad) attention weights in half precision
+    // attention's, per thread and query head of one group (G = n_head / n_head_kv):
+    std::vector<float> scores_; // (n_threads, G, n_ctx_pad) one row of attention scores per head
+    std::vector<float> wide_;   // (n_threads, G, n_ctx_pad) the weights widened back to float
+    std::vector<uint16_t> qh_;  // (n_threads, G, head_dim) one query per head, in half precision
+    std::vector<uint16_t> ph_;  // (n_threads, G, n_ctx_pad) attention weights in half precision
     matmul_scratch xq_;         // quantized activations for matmul
     std::vector<float> out_x_;  // (n_outputs, n_embd) normed rows that want logits
     std::vector<float> logits_; // (n_outputs, n_vocab); grows to the most outputs asked for

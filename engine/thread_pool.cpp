@@ -1,5 +1,6 @@
 #include "engine/thread_pool.h"
 
+#include <chrono>
 #include <fstream>
 #include <immintrin.h>
 #include <set>
@@ -8,10 +9,24 @@
 namespace actorserve {
 
 namespace {
-// Polls before blocking. A decode step issues a few hundred short loops, so a futex sleep and
-// wake per loop would cost more than the loop; but on an oversubscribed machine a long spin
-// steals the core from the thread being waited for. ~1000 pauses is a few microseconds.
-constexpr int kSpinIterations = 1000;
+// Polls before blocking. A decode step issues a few hundred short loops with serial work
+// between them (norms, RoPE, the KV writes: tens of microseconds at 16 sequences), so a futex
+// sleep and wake per loop would cost more than the loop: with the earlier spin of 1000 pauses
+// (11 ns each on the Xeon measured, so 11 us) workers went to sleep between the loops of a
+// step, and sleeping and waking were 14% of a 16-sequence decode step (perf, 2-vCPU VM). So a waiter spins for up to kSpinFor, long enough to span the serial work, then blocks.
+// note: the spin does not yield: tried, sched_yield handed the core to any runnable process
+// (a compiler at nice 10) for a whole time slice and decode ran 4x slower. A spin that long
+// does hold a core that another thread of this process could use; the cap bounds that.
+constexpr auto kSpinFor = std::chrono::microseconds(200);
+constexpr int kPausesPerClockRead = 32;
+
+// One waiting step; `spins` counts the calls so far. Returns false when it is time to block.
+bool wait_step(int spins, std::chrono::steady_clock::time_point &since) {
+    if (spins == 0) since = std::chrono::steady_clock::now();
+    else if (spins % kPausesPerClockRead == 0 && std::chrono::steady_clock::now() - since >= kSpinFor) return false;
+    _mm_pause();
+    return true;
+}
 } // namespace
 
 thread_pool::thread_pool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
@@ -29,7 +44,10 @@ void thread_pool::run_share(int index) {
     const int64_t chunk = (n_ + n_threads_ - 1) / n_threads_;
     const int64_t begin = index * chunk;
     const int64_t end = begin + chunk < n_ ? begin + chunk : n_;
-    if (begin < end) (*fn_)(begin, end);
+    if (begin < end) {
+        if (fn_) (*fn_)(begin, end);
+        else (*fn_indexed_)(begin, end, index);
+    }
 }
 
 void thread_pool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)> &fn) {
@@ -39,26 +57,41 @@ void thread_pool::parallel_for(int64_t n, const std::function<void(int64_t, int6
         return;
     }
     fn_ = &fn;
+    fn_indexed_ = nullptr;
+    run(n);
+}
+
+void thread_pool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t, int)> &fn) {
+    if (n <= 0) return;
+    if (n_threads_ == 1 || n == 1) {
+        fn(0, n, 0);
+        return;
+    }
+    fn_ = nullptr;
+    fn_indexed_ = &fn;
+    run(n);
+}
+
+void thread_pool::run(int64_t n) {
     n_ = n;
     pending_.store(n_threads_ - 1, std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release); // publishes fn_, n_, pending_
     generation_.notify_all();
     run_share(0);
+    std::chrono::steady_clock::time_point since;
     for (int spins = 0;; ++spins) {
         const int p = pending_.load(std::memory_order_acquire);
         if (p == 0) break;
-        if (spins < kSpinIterations) _mm_pause();
-        else pending_.wait(p, std::memory_order_acquire);
+        if (!wait_step(spins, since)) pending_.wait(p, std::memory_order_acquire);
     }
 }
 
 void thread_pool::worker(int index) {
     uint64_t seen = 0;
     for (;;) {
-        for (int spins = 0; generation_.load(std::memory_order_acquire) == seen; ++spins) {
-            if (spins < kSpinIterations) _mm_pause();
-            else generation_.wait(seen, std::memory_order_acquire);
-        }
+        std::chrono::steady_clock::time_point since;
+        for (int spins = 0; generation_.load(std::memory_order_acquire) == seen; ++spins)
+            if (!wait_step(spins, since)) generation_.wait(seen, std::memory_order_acquire);
         seen = generation_.load(std::memory_order_acquire);
         if (stop_.load()) return;
         run_share(index);

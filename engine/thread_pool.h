@@ -1,7 +1,7 @@
 // A persistent pool of worker threads for data-parallel loops in the forward pass.
 // Workers are created once; a parallel_for wakes them, the caller works too, and it returns
-// when every chunk is done. Waits spin briefly, then block on the atomic (a futex), both for
-// workers waiting for work and for the caller waiting for them.
+// when every chunk is done. Waits spin, then yield the core for a while, then block on the
+// atomic (a futex), both for workers waiting for work and for the caller waiting for them.
 #pragma once
 
 #include <atomic>
@@ -25,6 +25,9 @@ public:
     // Calls fn(begin, end) over [0, n) split into one contiguous range per thread.
     // note: not re-entrant; one parallel_for at a time per pool.
     void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)> &fn);
+    // The same, also passing the index of the thread running the range (0 .. size() - 1; each
+    // range runs on a different thread), for per-thread scratch.
+    void parallel_for(int64_t n, const std::function<void(int64_t, int64_t, int)> &fn);
 
     // Physical cores as the OS reports them (falls back to hardware_concurrency).
     static int default_threads();
@@ -32,6 +35,7 @@ public:
 private:
     void worker(int index);
     void run_share(int index);
+    void run(int64_t n);
 
     int n_threads_;
     std::vector<std::thread> workers_;
@@ -41,6 +45,7 @@ private:
     // note: written by parallel_for before generation_ moves (release), read by workers after
     // they see it move (acquire).
     const std::function<void(int64_t, int64_t)> *fn_ = nullptr;
+    const std::function<void(int64_t, int64_t, int)> *fn_indexed_ = nullptr; // when fn_ is null
     int64_t n_ = 0;
 };
 
