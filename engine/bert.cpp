@@ -249,11 +249,50 @@ bert_context::bert_context(const bert_model &model, int n_threads)
 #endif
 }
 
+namespace {
+// One head of one sequence's attention, row by row: scores by dot products, a softmax, then the
+// weighted sum of V. q, k, v, ctx point at the sequence's first row and the head's columns,
+// rows d apart. sc: scratch for len floats.
+void attend_rows(const float *q, const float *k, const float *v, float *ctx, int len, int d, int hd, float scale,
+                 float *sc) {
+    const dot_fn dot = dot_kernel(tensor_type::f32);
+    for (int i = 0; i < len; ++i) {
+        const float *qi = q + static_cast<size_t>(i) * d;
+        for (int j = 0; j < len; ++j) sc[j] = dot(hd, k + static_cast<size_t>(j) * d, qi);
+        softmax(sc, len, scale);
+        float *out = ctx + static_cast<size_t>(i) * d;
+        std::fill(out, out + hd, 0.0f);
+        for (int j = 0; j < len; ++j) {
+            const float *vj = v + static_cast<size_t>(j) * d;
+            const float p = sc[j];
+            for (int c = 0; c < hd; ++c) out[c] += p * vj[c];
+        }
+    }
+}
+
+#if ACTORSERVE_HAVE_BLAS
+// Sequences at least this long take attention by sgemm; shorter ones row by row, where the two
+// calls per head cost more than they save (a 12-token question: 5.9 ms against 4.6 ms).
+constexpr int kBlasAttentionMin = 32;
+
+// The same by two sgemm calls: scores S = Q_h K_h^T (len x len over hd), a softmax per row,
+// then ctx_h = S V_h (len x hd over len). sc: scratch for len * len floats.
+void attend_blas(const float *q, const float *k, const float *v, float *ctx, int len, int d, int hd, float scale,
+                 float *sc) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, len, len, hd, 1.0f, q, d, k, d, 0.0f, sc, len);
+    for (int i = 0; i < len; ++i) softmax(sc + static_cast<size_t>(i) * len, len, scale);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, len, hd, len, 1.0f, sc, len, v, d, 0.0f, ctx, d);
+}
+#endif
+} // namespace
+
+// One task per (sequence, head); each writes its own columns of ctx_. Which routine a head
+// takes, and every call's shape, depend only on its sequence: a sequence's bits are the same
+// alone or in any batch and with any thread count.
 void bert_context::attention(std::span<const std::span<const int32_t>> seqs, int64_t n_tok) {
     const bert_hparams &hp = model_.hparams();
     const int d = hp.n_embd, hd = hp.head_dim(), n_head = hp.n_head;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    // One task per (sequence, head); each writes its own columns of ctx_.
     std::vector<int64_t> starts(seqs.size());
     int64_t s0 = 0;
     for (size_t s = 0; s < seqs.size(); ++s) {
@@ -262,29 +301,25 @@ void bert_context::attention(std::span<const std::span<const int32_t>> seqs, int
     }
     assert(s0 == n_tok);
     (void)n_tok;
-    const dot_fn dot = dot_kernel(tensor_type::f32);
     const int64_t n_tasks = static_cast<int64_t>(seqs.size()) * n_head;
     pool_.parallel_for(n_tasks, [&](int64_t t0, int64_t t1) {
-        std::vector<float> scores(static_cast<size_t>(hp.n_pos)); // one row of attention weights
-        float *sc = scores.data();
+        std::vector<float> scores;
         for (int64_t task = t0; task < t1; ++task) {
             const size_t s = static_cast<size_t>(task / n_head);
             const int h = static_cast<int>(task % n_head);
-            const int64_t base = starts[s], len = static_cast<int64_t>(seqs[s].size());
-            for (int64_t i = 0; i < len; ++i) {
-                const float *qi = q_.data() + (base + i) * d + h * hd; // (hd,)
-                for (int64_t j = 0; j < len; ++j) {
-                    sc[j] = dot(hd, k_.data() + (base + j) * d + h * hd, qi);
-                }
-                softmax(sc, static_cast<int>(len), scale);
-                float *out = ctx_.data() + (base + i) * d + h * hd; // (hd,)
-                std::fill(out, out + hd, 0.0f);
-                for (int64_t j = 0; j < len; ++j) {
-                    const float *vj = v_.data() + (base + j) * d + h * hd;
-                    const float p = sc[j];
-                    for (int c = 0; c < hd; ++c) out[c] += p * vj[c];
-                }
+            const int len = static_cast<int>(seqs[s].size());
+            const size_t off = static_cast<size_t>(starts[s]) * d + static_cast<size_t>(h) * hd;
+#if ACTORSERVE_HAVE_BLAS
+            if (len >= kBlasAttentionMin) {
+                scores.resize(static_cast<size_t>(len) * len);
+                attend_blas(q_.data() + off, k_.data() + off, v_.data() + off, ctx_.data() + off, len, d, hd, scale,
+                            scores.data());
+                continue;
             }
+#endif
+            scores.resize(static_cast<size_t>(len));
+            attend_rows(q_.data() + off, k_.data() + off, v_.data() + off, ctx_.data() + off, len, d, hd, scale,
+                        scores.data());
         }
     });
 }

@@ -91,7 +91,9 @@ public:
 
 private:
     void attention(std::span<const std::span<const int32_t>> seqs, int64_t n_tok);
-    static constexpr int64_t kTileRows = 64;  // rows per matrix call, all of one sequence
+    // rows per matrix call, all of one sequence (BLAS: a whole sequence of up to 256 tokens in
+    // one call, so that its weights are packed once for all its rows)
+    static constexpr int64_t kTileRows = 256;
     static constexpr int64_t kSliceCols = 64; // weight rows per call (BLAS)
     void mm(const weight_matrix &w, const float *x, float *y);
 
