@@ -19,35 +19,72 @@ inline void prefetch(const uint8_t *p, size_t bytes) {
 }
 } // namespace
 
-void matmul(const weight_matrix &w, const float *x, int64_t n_tok, float *y, thread_pool &pool,
+namespace {
+// Where unit u of a group lies: the matrix (first[k] <= u < first[k + 1]) and its index there.
+struct unit_map {
+    int64_t first[kMaxMatmulGroup + 1];
+    int n = 0;
+    int find(int64_t u, int hint) const {
+        while (u >= first[hint + 1]) ++hint;
+        return hint;
+    }
+};
+// Units per chunk of the pool's dynamic loop: about kChunksPerThread chunks for each thread,
+// enough for a thread that another process slows down to hand its share to the other, few
+// enough that taking them costs nothing next to the kernels.
+constexpr int64_t kChunksPerThread = 8;
+int64_t grain(int64_t n_units, const thread_pool &pool) {
+    return std::max<int64_t>(1, n_units / (kChunksPerThread * pool.size()));
+}
+} // namespace
+
+void matmul(std::span<const matmul_out> outs, const float *x, int64_t n_tok, thread_pool &pool,
             matmul_scratch &scratch) {
-    const tensor_type at = activation_type(w.type);
-    const size_t x_row = row_bytes(at, w.n_in);
+    assert(!outs.empty() && outs.size() <= static_cast<size_t>(kMaxMatmulGroup));
+    const weight_matrix &w0 = *outs[0].w;
+    for (const matmul_out &o : outs) assert(o.w->type == w0.type && o.w->n_in == w0.n_in);
+    const int64_t n_in = w0.n_in;
+    const tensor_type at = activation_type(w0.type);
+    const size_t x_row = row_bytes(at, n_in);
     std::vector<uint8_t> &xq = scratch.xq;
     if (xq.size() < x_row * static_cast<size_t>(n_tok)) xq.resize(x_row * static_cast<size_t>(n_tok));
-    for (int64_t t = 0; t < n_tok; ++t) quantize_row(at, x + t * w.n_in, xq.data() + t * x_row, w.n_in);
+    for (int64_t t = 0; t < n_tok; ++t) quantize_row(at, x + t * n_in, xq.data() + t * x_row, n_in);
     // Block scales as floats for the 8-bit formats: converted once here, read by every row.
     const bool scaled = at == tensor_type::q8_0 || at == tensor_type::q8_1;
-    const size_t nd = static_cast<size_t>(w.n_in / QK * 2);
+    const size_t nd = static_cast<size_t>(n_in / QK * 2);
     if (scaled) {
         if (scratch.xd.size() < nd * static_cast<size_t>(n_tok)) scratch.xd.resize(nd * static_cast<size_t>(n_tok));
-        for (int64_t t = 0; t < n_tok; ++t) activation_scales(at, xq.data() + t * x_row, w.n_in, scratch.xd.data() + t * nd);
+        for (int64_t t = 0; t < n_tok; ++t) activation_scales(at, xq.data() + t * x_row, n_in, scratch.xd.data() + t * nd);
     }
     const float *xd = scaled ? scratch.xd.data() : nullptr;
 
     const uint8_t *xqd = xq.data();
-    const tile_kernel_info tk = scaled ? tile_kernel(w.type) : tile_kernel_info{};
-    if (tk.fn == nullptr || n_tok < kMinTileTokens) {
-        const dot_cols_fn dot = dot_cols_kernel(w.type);
+    const tile_kernel_info tk = scaled ? tile_kernel(w0.type) : tile_kernel_info{};
+    const bool tiled = tk.fn != nullptr && n_tok >= kMinTileTokens;
+    // The group's work units, matrix after matrix: rows (one-row kernel) or tiles of tk.rows rows.
+    const int64_t unit_rows = tiled ? tk.rows : 1;
+    unit_map units;
+    units.n = static_cast<int>(outs.size());
+    units.first[0] = 0;
+    for (int k = 0; k < units.n; ++k)
+        units.first[k + 1] = units.first[k] + (outs[static_cast<size_t>(k)].w->n_out + unit_rows - 1) / unit_rows;
+    const int64_t n_units = units.first[units.n];
+
+    if (!tiled) {
+        const dot_cols_fn dot = dot_cols_kernel(w0.type);
         assert(dot != nullptr);
-        pool.parallel_for(w.n_out, [&](int64_t r0, int64_t r1) {
+        pool.parallel_for_dynamic(n_units, grain(n_units, pool), [&](int64_t u0, int64_t u1) {
             float out[kMaxCols];
-            for (int64_t r = r0; r < r1; ++r) {
+            for (int64_t u = u0, k = units.find(u0, 0); u < u1; ++u) {
+                k = units.find(u, static_cast<int>(k));
+                const weight_matrix &w = *outs[static_cast<size_t>(k)].w;
+                float *y = outs[static_cast<size_t>(k)].y;
+                const int64_t r = u - units.first[k];
                 const uint8_t *row = w.data + static_cast<size_t>(r) * w.row_bytes;
-                if (r + kPrefetchRows < r1) prefetch(row + kPrefetchRows * w.row_bytes, w.row_bytes);
+                if (r + kPrefetchRows < w.n_out) prefetch(row + kPrefetchRows * w.row_bytes, w.row_bytes);
                 for (int64_t t = 0; t < n_tok; t += kMaxCols) {
                     const int nc = static_cast<int>(std::min<int64_t>(kMaxCols, n_tok - t));
-                    dot(w.n_in, row, xqd + static_cast<size_t>(t) * x_row, x_row, xd ? xd + t * nd : nullptr, nc, out);
+                    dot(n_in, row, xqd + static_cast<size_t>(t) * x_row, x_row, xd ? xd + t * nd : nullptr, nc, out);
                     for (int c = 0; c < nc; ++c) y[(t + c) * w.n_out + r] = out[c];
                 }
             }
@@ -57,7 +94,7 @@ void matmul(const weight_matrix &w, const float *x, int64_t n_tok, float *y, thr
 
     // the scales transposed, so that a tile reads its tokens' in one load; the offset sums of
     // the kernels that take signed weights as unsigned
-    const int64_t nb = w.n_in / QK;
+    const int64_t nb = n_in / QK;
     const size_t sts = static_cast<size_t>(n_tok + kTileOut);
     if (scratch.xt.size() < 2 * nb * sts) scratch.xt.resize(2 * nb * sts);
     transpose_scales(xd, n_tok, nb, scratch.xt.data(), sts);
@@ -69,20 +106,22 @@ void matmul(const weight_matrix &w, const float *x, int64_t n_tok, float *y, thr
         offset_sums(xqd, n_tok, x_row, nb, tk.offset, scratch.xc.data());
         xc = scratch.xc.data();
     }
-    const int64_t n_tiles = (w.n_out + tk.rows - 1) / tk.rows;
     const size_t xc_row = static_cast<size_t>(nb * 8);
-    pool.parallel_for(n_tiles, [&](int64_t t0, int64_t t1) {
+    pool.parallel_for_dynamic(n_units, grain(n_units, pool), [&](int64_t u0, int64_t u1) {
         float out[kZmmTileRows > kTileRows ? kZmmTileRows * kTileOut : kTileRows * kTileOut];
         for (int64_t tb = 0; tb < n_tok; tb += kTokenBlock) {
             const int64_t te = std::min<int64_t>(n_tok, tb + kTokenBlock);
-            for (int64_t tile_i = t0; tile_i < t1; ++tile_i) {
-                const int64_t r = tile_i * tk.rows;
+            for (int64_t u = u0, k = units.find(u0, 0); u < u1; ++u) {
+                k = units.find(u, static_cast<int>(k));
+                const weight_matrix &w = *outs[static_cast<size_t>(k)].w;
+                float *y = outs[static_cast<size_t>(k)].y;
+                const int64_t r = (u - units.first[k]) * tk.rows;
                 const int nr = static_cast<int>(std::min<int64_t>(tk.rows, w.n_out - r));
                 const uint8_t *rows = w.data + static_cast<size_t>(r) * w.row_bytes;
-                if (tile_i + kPrefetchRows / tk.rows < t1) prefetch(rows + kPrefetchRows * w.row_bytes, tk.rows * w.row_bytes);
+                if (r + kPrefetchRows + tk.rows <= w.n_out) prefetch(rows + kPrefetchRows * w.row_bytes, tk.rows * w.row_bytes);
                 for (int64_t t = tb; t < te; t += tk.cols) {
                     const int nc = static_cast<int>(std::min<int64_t>(tk.cols, te - t));
-                    tk.fn(w.n_in, rows, w.row_bytes, nr, xqd + static_cast<size_t>(t) * x_row, x_row, xt + t, sts,
+                    tk.fn(n_in, rows, w.row_bytes, nr, xqd + static_cast<size_t>(t) * x_row, x_row, xt + t, sts,
                           xc ? xc + static_cast<size_t>(t) * xc_row : nullptr, nc, out);
                     for (int c = 0; c < nc; ++c)
                         for (int i = 0; i < nr; ++i) y[(t + c) * w.n_out + r + i] = out[i * kTileOut + c];
@@ -91,5 +130,13 @@ void matmul(const weight_matrix &w, const float *x, int64_t n_tok, float *y, thr
         }
     });
 }
+
+void matmul(const weight_matrix &w, const float *x, int64_t n_tok, float *y, thread_pool &pool,
+            matmul_scratch &scratch) {
+    const matmul_out one{&w, y};
+    matmul(std::span<const matmul_out>(&one, 1), x, n_tok, pool, scratch);
+}
+
+bool same_input_form(const weight_matrix &a, const weight_matrix &b) { return a.type == b.type && a.n_in == b.n_in; }
 
 } // namespace actorserve

@@ -41,6 +41,13 @@ thread_pool::~thread_pool() {
 }
 
 void thread_pool::run_share(int index) {
+    if (grain_ > 0) {
+        for (;;) {
+            const int64_t b = next_.fetch_add(grain_, std::memory_order_relaxed);
+            if (b >= n_) return;
+            (*fn_)(b, b + grain_ < n_ ? b + grain_ : n_);
+        }
+    }
     const int64_t chunk = (n_ + n_threads_ - 1) / n_threads_;
     const int64_t begin = index * chunk;
     const int64_t end = begin + chunk < n_ ? begin + chunk : n_;
@@ -58,6 +65,21 @@ void thread_pool::parallel_for(int64_t n, const std::function<void(int64_t, int6
     }
     fn_ = &fn;
     fn_indexed_ = nullptr;
+    grain_ = 0;
+    run(n);
+}
+
+void thread_pool::parallel_for_dynamic(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)> &fn) {
+    if (n <= 0) return;
+    if (grain < 1) grain = 1;
+    if (n_threads_ == 1 || n <= grain) {
+        fn(0, n);
+        return;
+    }
+    fn_ = &fn;
+    fn_indexed_ = nullptr;
+    grain_ = grain;
+    next_.store(0, std::memory_order_relaxed); // published with the rest by run()
     run(n);
 }
 
@@ -69,6 +91,7 @@ void thread_pool::parallel_for(int64_t n, const std::function<void(int64_t, int6
     }
     fn_ = nullptr;
     fn_indexed_ = &fn;
+    grain_ = 0;
     run(n);
 }
 

@@ -28,6 +28,10 @@ public:
     // The same, also passing the index of the thread running the range (0 .. size() - 1; each
     // range runs on a different thread), for per-thread scratch.
     void parallel_for(int64_t n, const std::function<void(int64_t, int64_t, int)> &fn);
+    // fn(begin, end) over [0, n) in chunks of `grain` that the threads take as they come free,
+    // so a thread slowed by anything else on the machine does less of the work. fn may run
+    // several times on a thread, in no particular order.
+    void parallel_for_dynamic(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)> &fn);
 
     // Physical cores as the OS reports them (falls back to hardware_concurrency).
     static int default_threads();
@@ -47,6 +51,8 @@ private:
     const std::function<void(int64_t, int64_t)> *fn_ = nullptr;
     const std::function<void(int64_t, int64_t, int)> *fn_indexed_ = nullptr; // when fn_ is null
     int64_t n_ = 0;
+    int64_t grain_ = 0;               // > 0: chunks taken from next_ (parallel_for_dynamic)
+    std::atomic<int64_t> next_{0};
 };
 
 } // namespace actorserve
