@@ -46,9 +46,12 @@ case "$PEER" in
   *) echo "engine_bench: PEER must be llama-bench, python or none" >&2; exit 1 ;;
 esac
 
-# llama-bench's JSON (one object per test) -> our JSON lines
+# llama-bench's JSON (one object per test) -> our JSON lines.
+# --repack 0: on the Xeon VM measured llama.cpp's AMX path (on by default where the CPU reports
+# AMX) crashed in ggml_backend_amx_mul_mat (SIGSEGV); llama.cpp has no repacked Q4_1 layout for
+# this CPU, so the flag turns AMX off and nothing else.
 peer_llama_bench() {
-  "$LLAMA_BENCH" -m "$MODEL" -t "$THREADS" -p 512 -n 128 -r 1 -o json 2>/dev/null | python3 -c '
+  "$LLAMA_BENCH" -m "$MODEL" -t "$THREADS" -p 512 -n 128 -r 1 --repack 0 -o json 2>/dev/null | python3 -c '
 import json, sys
 for t in json.load(sys.stdin):
     name = "pp%d" % t["n_prompt"] if t["n_prompt"] else "tg"

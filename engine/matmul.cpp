@@ -42,7 +42,7 @@ void matmul(std::span<const matmul_out> outs, const float *x, int64_t n_tok, thr
             matmul_scratch &scratch) {
     assert(!outs.empty() && outs.size() <= static_cast<size_t>(kMaxMatmulGroup));
     const weight_matrix &w0 = *outs[0].w;
-    for (const matmul_out &o : outs) assert(o.w->type == w0.type && o.w->n_in == w0.n_in);
+    assert(std::all_of(outs.begin(), outs.end(), [&](const matmul_out &o) { return same_input_form(*o.w, w0); }));
     const int64_t n_in = w0.n_in;
     const tensor_type at = activation_type(w0.type);
     const size_t x_row = row_bytes(at, n_in);
