@@ -6,6 +6,7 @@
 
 #include "engine/ops.h"
 #include "engine/quants.h"
+#include "engine/simd_avx2.h"
 
 namespace actorserve {
 
@@ -42,27 +43,13 @@ void values_by_head(bool gemm, int n, int hd, const uint16_t *v0, const int32_t 
 
 #define AS_AVX2 __attribute__((target("avx2,fma,f16c")))
 
-AS_AVX2 inline __m256 load_f16x8(const uint16_t *p) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
-}
+using simd::hsum8;
+using simd::lanes_fold;
+using simd::load_f16x8;
 AS_AVX2 inline void widen(const uint16_t *h, int n, float *f) {
     int i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(f + i, load_f16x8(h + i));
-    for (; i < n; ++i) f[i] = _cvtsh_ss(h[i]);
-}
-// ops.cpp's lanes_fold_avx2: rows pairwise, 256 -> 128 bits, two hadds.
-AS_AVX2 inline float lanes_fold(__m256 r0, __m256 r1, __m256 r2, __m256 r3) {
-    const __m256 v = _mm256_add_ps(_mm256_add_ps(r0, r2), _mm256_add_ps(r1, r3));
-    const __m128 t0 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    const __m128 t1 = _mm_hadd_ps(t0, t0);
-    return _mm_cvtss_f32(_mm_hadd_ps(t1, t1));
-}
-// ops.cpp's hsum8_avx2: halves, then pairs, then the two.
-AS_AVX2 inline float hsum8(__m256 v) {
-    __m128 t = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    t = _mm_add_ps(t, _mm_movehl_ps(t, t));
-    t = _mm_add_ss(t, _mm_movehdup_ps(t));
-    return _mm_cvtss_f32(t);
+    for (; i < n; ++i) f[i] = simd::h2f(h[i]);
 }
 
 template <int G>

@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include "engine/fp16.h"
+#include "engine/simd_avx2.h"
 #include "engine/quants.h"
 
 namespace actorserve {
@@ -193,9 +194,7 @@ void add_inplace(float *y, const float *x, int n) {
 #define AS_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace {
-AS_AVX2 inline __m256 load_f16x8(const uint16_t *p) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
-}
+using simd::load_f16x8;
 } // namespace
 
 namespace {
@@ -208,19 +207,7 @@ AS_AVX2 inline void lanes_step_avx2(lanes_acc_avx2 &acc, const uint16_t *a, cons
     acc.r2 = _mm256_fmadd_ps(load_f16x8(a + 16), load_f16x8(b + 16), acc.r2);
     acc.r3 = _mm256_fmadd_ps(load_f16x8(a + 24), load_f16x8(b + 24), acc.r3);
 }
-AS_AVX2 inline float lanes_fold_avx2(const lanes_acc_avx2 &acc) {
-    const __m256 v = _mm256_add_ps(_mm256_add_ps(acc.r0, acc.r2), _mm256_add_ps(acc.r1, acc.r3));
-    const __m128 t0 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    const __m128 t1 = _mm_hadd_ps(t0, t0);
-    return _mm_cvtss_f32(_mm_hadd_ps(t1, t1));
-}
-// Sum of 8 lanes: halves, then pairs, then the two (hsum8's order).
-AS_AVX2 inline float hsum8_avx2(__m256 v) {
-    __m128 t = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    t = _mm_add_ps(t, _mm_movehl_ps(t, t));
-    t = _mm_add_ss(t, _mm_movehdup_ps(t));
-    return _mm_cvtss_f32(t);
-}
+AS_AVX2 inline float lanes_fold_avx2(const lanes_acc_avx2 &acc) { return simd::lanes_fold(acc.r0, acc.r1, acc.r2, acc.r3); }
 } // namespace
 
 AS_AVX2 float dot_f16_lanes_avx2(int n, const uint16_t *a, const uint16_t *b) {
@@ -236,7 +223,7 @@ AS_AVX2 float dot_f16_gemm_avx2(int n, const uint16_t *a, const uint16_t *b) {
     assert(n % 8 == 0);
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < n; i += 8) acc = _mm256_fmadd_ps(load_f16x8(a + i), load_f16x8(b + i), acc);
-    return hsum8_avx2(acc);
+    return simd::hsum8(acc);
 }
 
 namespace {
@@ -314,7 +301,7 @@ AS_AVX2 void matvec_f16_gemm_paged_avx2(int n, int n_rows, const uint16_t *v, co
                 _mm256_store_ps(acc[r], a0);
             }
         }
-        for (int r = 0; r < nr; ++r) y[r0 + r] = hsum8_avx2(_mm256_load_ps(acc[r]));
+        for (int r = 0; r < nr; ++r) y[r0 + r] = simd::hsum8(_mm256_load_ps(acc[r]));
     }
 }
 
@@ -357,7 +344,7 @@ AS_AVX2 void softmax_avx2(float *x, int n, float scale) {
     for (int i = 0; i < n8; i += 8) {
         const __m256 e = exp_poly8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmx));
         _mm256_storeu_ps(x + i, e);
-        sum += static_cast<double>(hsum8_avx2(e));
+        sum += static_cast<double>(simd::hsum8(e));
     }
     for (int i = n8; i < n; ++i) {
         x[i] = std::exp(x[i] - mx);

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "engine/fp16.h"
+#include "engine/simd_avx2.h"
 
 namespace actorserve {
 
@@ -197,14 +198,8 @@ float dot_f32_f32_ref(int64_t n, const void *wv, const void *xv) {
 #define AS_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace {
-// Half to float with F16C: the same value as fp16_to_fp32, one instruction.
-AS_AVX2 inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
-AS_AVX2 inline float hsum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
+using simd::h2f;
+using simd::hsum8;
 // 16 packed bytes -> 32 nibbles in element order (low nibbles 0..15, high nibbles 16..31).
 AS_AVX2 inline __m256i unpack_nibbles(const uint8_t *qs) {
     const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(qs));

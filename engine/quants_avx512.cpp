@@ -26,6 +26,7 @@
 #include <utility>
 
 #include "engine/quants.h"
+#include "engine/simd_avx2.h"
 
 namespace actorserve {
 
@@ -50,14 +51,8 @@ struct isa_avx512_vnni {
 // calls dot4 out of line; the exported entry points below carry the VNNI target and
 // `flatten`, which inlines the whole kernel, dot4 included, into them.
 
-AS_AVX512 inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
-// hsum8 of quants.cpp, the same instructions: halves, then pairs, then the two.
-AS_AVX512 inline float hsum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
+using simd::h2f;
+using simd::hsum8; // the same instructions as quants.cpp's
 AS_AVX512 inline __m256i load32(const void *p) { return _mm256_loadu_si256(static_cast<const __m256i *>(p)); }
 // 16 packed bytes -> 32 nibbles in element order (low nibbles 0..15, high nibbles 16..31).
 AS_AVX512 inline __m256i unpack_nibbles(const uint8_t *qs) {

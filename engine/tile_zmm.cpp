@@ -28,6 +28,7 @@
 #include <utility>
 
 #include "engine/quants.h"
+#include "engine/simd_avx2.h"
 
 namespace actorserve {
 
@@ -35,14 +36,8 @@ namespace actorserve {
 
 namespace {
 
-AS_ZMM inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
-// hsum8 of quants.cpp, the same instructions: halves, then pairs, then the two.
-AS_ZMM inline float hsum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
+using simd::h2f;
+using simd::hsum8; // quants.cpp's reduction, the same instructions
 AS_ZMM inline __m256 low_half(__m512 v) { return _mm512_castps512_ps256(v); }
 AS_ZMM inline __m256 high_half(__m512 v) {
     return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
