@@ -12,13 +12,13 @@ namespace actorserve {
 
 // x: (n_tok, w.n_in) float, y: (n_tok, w.n_out) float.
 // x is first quantized into scratch (reused, grown as needed) in the format the weight
-// type pairs with; then the quantized formats go through register tiles (quants.h: kTileRows
-// weight rows by kTileCols tokens), the rows split across the pool, and within a thread's rows
-// the tokens taken kTokenBlock at a time, so a block of rows is reused from cache for every
-// token of the step. Cost: n_tok * n_out dots of n_in; the weight read dominates at small n_tok,
-// which is why a batch shares it. y does not depend on n_tok or on the thread count.
-// Fewer than kTileCols tokens (single-sequence decode) take the one-row kernel instead: a
-// tile of one token column reads kTileRows weight streams at once and measured slower there.
+// type pairs with; then the quantized formats go through register tiles (tile_kernel() in
+// quants.h: a few weight rows by up to 16 tokens), the pool's threads taking chunks of tiles as
+// they come free and walking each chunk kTokenBlock tokens at a time, so a chunk's rows are
+// reused from cache for every token of the step. Cost: n_tok * n_out dots of n_in; the weight
+// read dominates at small n_tok, which is why a batch shares it. y does not depend on n_tok or
+// on the thread count. Fewer than kMinTileTokens tokens (single-sequence decode) take the
+// one-row kernel instead, with the weight rows prefetched ahead of it.
 // Tokens per cache block of the tiled path.
 constexpr int64_t kTokenBlock = 64;
 // Fewest tokens that go through the tiles.

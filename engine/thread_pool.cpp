@@ -13,10 +13,11 @@ namespace {
 // between them (norms, RoPE, the KV writes: tens of microseconds at 16 sequences), so a futex
 // sleep and wake per loop would cost more than the loop: with the earlier spin of 1000 pauses
 // (11 ns each on the Xeon measured, so 11 us) workers went to sleep between the loops of a
-// step, and sleeping and waking were 14% of a 16-sequence decode step (perf, 2-vCPU VM). So a waiter spins for up to kSpinFor, long enough to span the serial work, then blocks.
-// note: the spin does not yield: tried, sched_yield handed the core to any runnable process
-// (a compiler at nice 10) for a whole time slice and decode ran 4x slower. A spin that long
-// does hold a core that another thread of this process could use; the cap bounds that.
+// step, and sleeping and waking were 14% of a 16-sequence decode step (perf, 2-vCPU VM). So a
+// waiter spins for up to kSpinFor, long enough to span the serial work, then blocks.
+// note: the spin does not yield: tried with a compiler running at nice 10, sched_yield handed it
+// the core for whole time slices (one sequence decoded at 22 tokens/s). A spin that long does
+// hold a core that another thread of this process could use; the cap bounds that.
 constexpr auto kSpinFor = std::chrono::microseconds(200);
 constexpr int kPausesPerClockRead = 32;
 
