@@ -55,9 +55,6 @@ void bench_kernels() {
                           t256(tile_q4_0_q8_0_avx512), t256(tile_q4_1_q8_1_avx512), t256(tile_q8_0_q8_0_avx512)});
     if (cpu_has_avx512vnni()) {
         levels.push_back({"avx512vnni", cols_q4_0_q8_0_avx512vnni, cols_q4_1_q8_1_avx512vnni,
-                          cols_q8_0_q8_0_avx512vnni, t256(tile_q4_0_q8_0_avx512vnni),
-                          t256(tile_q4_1_q8_1_avx512vnni), t256(tile_q8_0_q8_0_avx512vnni)});
-        levels.push_back({"avx512vnni-zmm", cols_q4_0_q8_0_avx512vnni, cols_q4_1_q8_1_avx512vnni,
                           cols_q8_0_q8_0_avx512vnni, {tile_q4_0_q8_0_zmm, kZmmTileRows, kZmmTileCols, 8},
                           {tile_q4_1_q8_1_zmm, kZmmTileRows, kZmmTileCols, 0},
                           {tile_q8_0_q8_0_zmm, kZmmTileRows, kZmmTileCols, 128}});

@@ -90,14 +90,8 @@ void llama_context::forward(std::span<const batch_token> batch) {
 
         // --- attention block ---
         for (int t = 0; t < n_tok; ++t) rms_norm(&x_[t * E], L.attn_norm, &xb_[t * E], E, hp.rms_eps);
-        if (same_input_form(L.wq, L.wk) && same_input_form(L.wq, L.wv)) {
-            const matmul_out qkv[] = {{&L.wq, q_.data()}, {&L.wk, k_.data()}, {&L.wv, v_.data()}};
-            matmul(qkv, xb_.data(), n_tok, pool_, xq_);
-        } else {
-            matmul(L.wq, xb_.data(), n_tok, q_.data(), pool_, xq_);
-            matmul(L.wk, xb_.data(), n_tok, k_.data(), pool_, xq_);
-            matmul(L.wv, xb_.data(), n_tok, v_.data(), pool_, xq_);
-        }
+        const matmul_out qkv[] = {{&L.wq, q_.data()}, {&L.wk, k_.data()}, {&L.wv, v_.data()}};
+        matmul(qkv, xb_.data(), n_tok, pool_, xq_);
         for (int t = 0; t < n_tok; ++t) {
             const int pos = batch[t].pos, seq = batch[t].seq;
             for (int h = 0; h < hp.n_head; ++h)
@@ -122,13 +116,8 @@ void llama_context::forward(std::span<const batch_token> batch) {
 
         // --- feed-forward block ---
         for (int t = 0; t < n_tok; ++t) rms_norm(&x_[t * E], L.ffn_norm, &xb_[t * E], E, hp.rms_eps);
-        if (same_input_form(L.w_gate, L.w_up)) {
-            const matmul_out gate_up[] = {{&L.w_gate, gate_.data()}, {&L.w_up, up_.data()}};
-            matmul(gate_up, xb_.data(), n_tok, pool_, xq_);
-        } else {
-            matmul(L.w_gate, xb_.data(), n_tok, gate_.data(), pool_, xq_);
-            matmul(L.w_up, xb_.data(), n_tok, up_.data(), pool_, xq_);
-        }
+        const matmul_out gate_up[] = {{&L.w_gate, gate_.data()}, {&L.w_up, up_.data()}};
+        matmul(gate_up, xb_.data(), n_tok, pool_, xq_);
         for (int t = 0; t < n_tok; ++t) swiglu(&gate_[t * F], &up_[t * F], &gate_[t * F], F);
         matmul(L.w_down, gate_.data(), n_tok, xb_.data(), pool_, xq_);
         for (int t = 0; t < n_tok; ++t) add_inplace(&x_[t * E], &xb_[t * E], E);

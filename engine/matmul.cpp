@@ -17,9 +17,7 @@ constexpr int64_t kPrefetchRows = 8;
 inline void prefetch(const uint8_t *p, size_t bytes) {
     for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char *>(p + o), _MM_HINT_T0);
 }
-} // namespace
 
-namespace {
 // Where unit u of a group lies: the matrix (first[k] <= u < first[k + 1]) and its index there.
 struct unit_map {
     int64_t first[kMaxMatmulGroup + 1];
@@ -42,7 +40,11 @@ void matmul(std::span<const matmul_out> outs, const float *x, int64_t n_tok, thr
             matmul_scratch &scratch) {
     assert(!outs.empty() && outs.size() <= static_cast<size_t>(kMaxMatmulGroup));
     const weight_matrix &w0 = *outs[0].w;
-    assert(std::all_of(outs.begin(), outs.end(), [&](const matmul_out &o) { return same_input_form(*o.w, w0); }));
+    const auto same_form = [&](const matmul_out &o) { return o.w->type == w0.type && o.w->n_in == w0.n_in; };
+    if (!std::all_of(outs.begin(), outs.end(), same_form)) { // one input form per quantization: one by one
+        for (const matmul_out &o : outs) matmul(*o.w, x, n_tok, o.y, pool, scratch);
+        return;
+    }
     const int64_t n_in = w0.n_in;
     const tensor_type at = activation_type(w0.type);
     const size_t x_row = row_bytes(at, n_in);
@@ -136,7 +138,5 @@ void matmul(const weight_matrix &w, const float *x, int64_t n_tok, float *y, thr
     const matmul_out one{&w, y};
     matmul(std::span<const matmul_out>(&one, 1), x, n_tok, pool, scratch);
 }
-
-bool same_input_form(const weight_matrix &a, const weight_matrix &b) { return a.type == b.type && a.n_in == b.n_in; }
 
 } // namespace actorserve

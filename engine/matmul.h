@@ -36,7 +36,7 @@ void matmul(const weight_matrix &w, const float *x, int64_t n_tok, float *y, thr
 // Several matrices against the same x (attention's Q, K and V; the FFN's gate and up): x is
 // quantized once and all their rows go through one parallel loop, so the group costs one
 // wait for the pool where separate calls cost one each. Every y is bit-identical to its own
-// matmul. All the matrices must have one type and one n_in (same_input_form).
+// matmul. Matrices of different types or n_in are taken one by one.
 constexpr int kMaxMatmulGroup = 4;
 struct matmul_out {
     const weight_matrix *w;
@@ -44,6 +44,5 @@ struct matmul_out {
 };
 void matmul(std::span<const matmul_out> outs, const float *x, int64_t n_tok, thread_pool &pool,
             matmul_scratch &scratch);
-bool same_input_form(const weight_matrix &a, const weight_matrix &b);
 
 } // namespace actorserve

@@ -599,15 +599,14 @@ tile_kernel_info tile_kernel(tensor_type weight) {
         default: return {};
         }
     }
-    tile_fn fn = nullptr;
+    if (isa == simd_isa::ref) return {};
+    const bool wide = isa == simd_isa::avx512;
     switch (weight) {
-    case tensor_type::q4_0: fn = pick<tile_fn>(nullptr, tile_q4_0_q8_0_avx2, tile_q4_0_q8_0_avx512, tile_q4_0_q8_0_avx512vnni); break;
-    case tensor_type::q4_1: fn = pick<tile_fn>(nullptr, tile_q4_1_q8_1_avx2, tile_q4_1_q8_1_avx512, tile_q4_1_q8_1_avx512vnni); break;
-    case tensor_type::q8_0: fn = pick<tile_fn>(nullptr, tile_q8_0_q8_0_avx2, tile_q8_0_q8_0_avx512, tile_q8_0_q8_0_avx512vnni); break;
-    default: break;
+    case tensor_type::q4_0: return {wide ? tile_q4_0_q8_0_avx512 : tile_q4_0_q8_0_avx2, kTileRows, kTileCols, 0};
+    case tensor_type::q4_1: return {wide ? tile_q4_1_q8_1_avx512 : tile_q4_1_q8_1_avx2, kTileRows, kTileCols, 0};
+    case tensor_type::q8_0: return {wide ? tile_q8_0_q8_0_avx512 : tile_q8_0_q8_0_avx2, kTileRows, kTileCols, 0};
+    default: return {};
     }
-    if (fn == nullptr) return {};
-    return {fn, kTileRows, kTileCols, 0};
 }
 
 void offset_sums(const void *x, int64_t n_rows, size_t xs, int64_t nb, int k, int32_t *xc) {

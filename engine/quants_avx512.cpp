@@ -163,7 +163,8 @@ inline float dot_run(int64_t n, const void *w, const void *x) {
     return r;
 }
 
-// ---- register tiles (tile_kernel.inc): once per level, each compiled for its own target -------
+// ---- register tiles (tile_kernel.inc) for AVX-512 without VNNI ------------------------------
+// (with VNNI the 512-bit tiles of tile_zmm.cpp run instead: 1.4x these, docs/engine.md)
 
 namespace tile_avx512 {
 using I = isa_avx512;
@@ -178,18 +179,6 @@ struct isa : I {
 #undef AS_TILE
 } // namespace tile_avx512
 
-namespace tile_vnni {
-using I = isa_avx512_vnni;
-struct isa : I {
-    using weights = signed_weights;
-    AS_AVX512_VNNI static weights split(__m256i q) { return split_sign(q); }
-    AS_AVX512_VNNI static __m256i apply(const weights &w, __m256i x) { return apply_sign(w, x); }
-    AS_AVX512_VNNI static __m256i dot4(__m256i u, __m256i s) { return I::dot4(_mm256_setzero_si256(), u, s); }
-};
-#define AS_TILE AS_AVX512_VNNI
-#include "engine/tile_kernel.inc"
-#undef AS_TILE
-} // namespace tile_vnni
 
 } // namespace
 
@@ -235,7 +224,6 @@ AS_ENTRY(AS_AVX512_VNNI, isa_avx512_vnni, avx512vnni)
         NS::tile_run<NS::isa, block_q8_0>(n, w, ws, nr, x, xs, xt, sts, xc, nc, out);                             \
     }
 AS_TILE_ENTRY(tile_avx512, avx512)
-AS_TILE_ENTRY(tile_vnni, avx512vnni)
 #undef AS_TILE_ENTRY
 
 } // namespace actorserve

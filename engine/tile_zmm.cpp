@@ -43,16 +43,6 @@ AS_ZMM inline __m256 high_half(__m512 v) {
     return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
 }
 
-// A zeroed register for vpdpbusd to accumulate into. Written as the zeroing idiom each time,
-// which the renamer resolves without an execution port; a plain _mm512_setzero_si512() is
-// hoisted by GCC into one register copied per use, a move that takes a port (2 of the 5 vector
-// operations per row pair and token) where the core does not eliminate it.
-AS_ZMM inline __m512i fresh_zero() {
-    __m512i z;
-    asm volatile("vpxord %0, %0, %0" : "=v"(z));
-    return z;
-}
-
 // Two rows' quants of one block as unsigned bytes, row a's 32 in the low half, row b's in the
 // high half, each in element order.
 // 4-bit: 128-bit lanes (lo nibbles a, hi nibbles a, lo b, hi b); the odd lanes shifted by 4.
@@ -108,7 +98,7 @@ AS_ZMM void ztile(int64_t nb, const W *const *wr, const uint8_t *x, size_t xs, c
             const __m512i qx = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(xb.qs)));
             const __m512 d = _mm512_set1_ps(dx[c]);
             _Pragma("GCC unroll 16") for (int p = 0; p < P; ++p) {
-                __m512i init = fresh_zero();
+                __m512i init = _mm512_setzero_si512();
                 if constexpr (kSigned)
                     init = _mm512_broadcast_i64x4(
                         _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xc + (static_cast<int64_t>(c) * nb + b) * 8)));

@@ -549,12 +549,10 @@ TEST_CASE("kernels: register tiles give every output the one-token AVX2 result, 
         levels.push_back({"avx512", k256(tile_q4_0_q8_0_avx512), k256(tile_q4_1_q8_1_avx512), k256(tile_q8_0_q8_0_avx512)});
     else MESSAGE("SKIPPED: this CPU lacks AVX-512 F/BW/VL, so the avx512 tiles were not run");
     if (cpu_has_avx512vnni()) {
-        levels.push_back({"avx512vnni", k256(tile_q4_0_q8_0_avx512vnni), k256(tile_q4_1_q8_1_avx512vnni),
-                          k256(tile_q8_0_q8_0_avx512vnni)});
         levels.push_back({"zmm", {tile_q4_0_q8_0_zmm, kZmmTileRows, kZmmTileCols, 8},
                           {tile_q4_1_q8_1_zmm, kZmmTileRows, kZmmTileCols, 0},
                           {tile_q8_0_q8_0_zmm, kZmmTileRows, kZmmTileCols, 128}});
-    } else MESSAGE("SKIPPED: this CPU lacks AVX-512 VNNI, so the avx512vnni and zmm tiles were not run");
+    } else MESSAGE("SKIPPED: this CPU lacks AVX-512 VNNI, so the zmm tiles were not run");
     constexpr int kRows = std::max(kTileRows, kZmmTileRows), kCols = std::max(kTileCols, kZmmTileCols);
     for (tensor_type t : {tensor_type::q4_0, tensor_type::q4_1, tensor_type::q8_0}) {
         const dot_fn one = t == tensor_type::q4_0 ? dot_q4_0_q8_0_avx2 : t == tensor_type::q4_1 ? dot_q4_1_q8_1_avx2 : dot_q8_0_q8_0_avx2;
