@@ -9,7 +9,7 @@ namespace actorserve {
 
 namespace {
 
-std::string supported_types() { return "F32, F16, Q4_0, Q4_1, Q8_0"; }
+std::string supported_types() { return "F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K"; }
 
 struct format_entry {
     weight_format format;
@@ -116,8 +116,9 @@ bool llama_model::init(const load_options &opts, std::string &err) {
         if (t->n_dims != 2 || t->ne[0] != n_in || t->ne[1] != n_out)
             return fail("tensor '" + name + "' has shape " + t->shape_string() + ", expected [" +
                         std::to_string(n_in) + ", " + std::to_string(n_out) + "]");
-        if (activation_type(t->type) != tensor_type::f32 && activation_type(t->type) != tensor_type::f16 && n_in % QK != 0)
-            return fail("tensor '" + name + "' row length is not a multiple of 32");
+        if (const uint32_t bs = tensor_traits(static_cast<uint32_t>(t->type))->block_size; n_in % bs != 0)
+            return fail("tensor '" + name + "' row length " + std::to_string(n_in) + " is not a multiple of " +
+                        tensor_type_name(t->type) + "'s block of " + std::to_string(bs));
         w = weight_matrix{t, t->type, t->data, n_in, n_out, row_bytes(t->type, n_in)};
         if (!convert || t->type == target) { // already in the format asked for: used in place
             mapped_bytes_ += t->nbytes;

@@ -77,7 +77,11 @@ void quantize_weights_q8_0(const float *x, block_q8_0 *y, int64_t n) {
 }
 
 bool can_store_as(tensor_type t, int64_t n_in) {
-    if (!is_compute_type(t) || n_in <= 0) return false;
+    switch (t) { // the formats convert_rows writes
+    case tensor_type::f32: case tensor_type::f16: case tensor_type::q4_0: case tensor_type::q4_1: case tensor_type::q8_0: break;
+    default: return false;
+    }
+    if (n_in <= 0) return false;
     return n_in % tensor_traits(static_cast<uint32_t>(t))->block_size == 0;
 }
 

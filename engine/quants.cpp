@@ -12,14 +12,16 @@
 #include <utility>
 
 #include "engine/fp16.h"
+#include "engine/quants_k.h"
 #include "engine/simd_avx2.h"
 
 namespace actorserve {
 
 tensor_type activation_type(tensor_type weight) {
     switch (weight) {
-    case tensor_type::q4_0: case tensor_type::q8_0: return tensor_type::q8_0;
-    case tensor_type::q4_1: return tensor_type::q8_1;
+    case tensor_type::q4_0: case tensor_type::q5_0: case tensor_type::q8_0: return tensor_type::q8_0;
+    case tensor_type::q4_1: case tensor_type::q5_1: return tensor_type::q8_1;
+    case tensor_type::q4_k: case tensor_type::q5_k: case tensor_type::q6_k: return tensor_type::q8_k;
     case tensor_type::f16: return tensor_type::f16;
     default: return tensor_type::f32;
     }
@@ -33,8 +35,9 @@ size_t row_bytes(tensor_type t, int64_t n) {
 
 bool is_compute_type(tensor_type t) {
     switch (t) {
-    case tensor_type::f32: case tensor_type::f16: case tensor_type::q4_0:
-    case tensor_type::q4_1: case tensor_type::q8_0: return true;
+    case tensor_type::f32: case tensor_type::f16: case tensor_type::q4_0: case tensor_type::q4_1:
+    case tensor_type::q5_0: case tensor_type::q5_1: case tensor_type::q8_0:
+    case tensor_type::q4_k: case tensor_type::q5_k: case tensor_type::q6_k: return true;
     default: return false;
     }
 }
@@ -82,6 +85,7 @@ void quantize_row(tensor_type t, const float *x, void *y, int64_t n) {
     switch (t) {
     case tensor_type::q8_0: quantize_row_q8_0(x, static_cast<block_q8_0 *>(y), n); return;
     case tensor_type::q8_1: quantize_row_q8_1(x, static_cast<block_q8_1 *>(y), n); return;
+    case tensor_type::q8_k: quantize_row_q8_k(x, static_cast<block_q8_k *>(y), n); return;
     case tensor_type::f16: convert_row_f16(x, static_cast<uint16_t *>(y), n); return;
     case tensor_type::f32: std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float)); return;
     default: assert(false && "not an activation type");
@@ -126,6 +130,11 @@ void dequantize_row(tensor_type t, const void *src, float *y, int64_t n) {
         }
         return;
     }
+    case tensor_type::q5_0: dequantize_row_q5_0(static_cast<const block_q5_0 *>(src), y, n); return;
+    case tensor_type::q5_1: dequantize_row_q5_1(static_cast<const block_q5_1 *>(src), y, n); return;
+    case tensor_type::q4_k: dequantize_row_q4_k(static_cast<const block_q4_k *>(src), y, n); return;
+    case tensor_type::q5_k: dequantize_row_q5_k(static_cast<const block_q5_k *>(src), y, n); return;
+    case tensor_type::q6_k: dequantize_row_q6_k(static_cast<const block_q6_k *>(src), y, n); return;
     default: assert(false && "dequantize_row: not a compute type");
     }
 }
@@ -231,14 +240,25 @@ AS_AVX2 inline float act_d(const B &xb, const float *xd, int64_t nb, int c, int6
     else return h2f(xb.d);
 }
 
-template <int NC, bool XD>
-AS_AVX2 void cols_q4_0_q8_0(int64_t n, const block_q4_0 *w, const uint8_t *x, size_t xs, const float *xd, float *out) {
+// The weight quants of a block in element order: signed (Q4_0, Q5_0, Q8_0, x = q * d) or
+// unsigned with a min (Q4_1, Q5_1, x = q * d + m).
+AS_AVX2 inline __m256i weight_quants(const block_q4_0 &w) { return _mm256_sub_epi8(unpack_nibbles(w.qs), _mm256_set1_epi8(8)); }
+AS_AVX2 inline __m256i weight_quants(const block_q5_0 &w) {
+    return _mm256_sub_epi8(_mm256_or_si256(unpack_nibbles(w.qs), simd::fifth_bits(w.qh)), _mm256_set1_epi8(16));
+}
+AS_AVX2 inline __m256i weight_quants(const block_q8_0 &w) { return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(w.qs)); }
+AS_AVX2 inline __m256i weight_unsigned(const block_q4_1 &w) { return unpack_nibbles(w.qs); }
+AS_AVX2 inline __m256i weight_unsigned(const block_q5_1 &w) { return _mm256_or_si256(unpack_nibbles(w.qs), simd::fifth_bits(w.qh)); }
+
+// W: Q4_0, Q5_0 or Q8_0 weights against Q8_0 rows.
+template <int NC, bool XD, class W>
+AS_AVX2 void cols_signed(int64_t n, const W *w, const uint8_t *x, size_t xs, const float *xd, float *out) {
     const int64_t nb = n / QK;
     __m256 acc[NC];
     for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
         const float dw = h2f(w[b].d);
-        const __m256i qw = _mm256_sub_epi8(unpack_nibbles(w[b].qs), _mm256_set1_epi8(8));
+        const __m256i qw = weight_quants(w[b]);
         for (int c = 0; c < NC; ++c) {
             const block_q8_0 &xb = reinterpret_cast<const block_q8_0 *>(x + c * xs)[b];
             const __m256 d = _mm256_set1_ps(dw * act_d<XD>(xb, xd, nb, c, b));
@@ -249,15 +269,16 @@ AS_AVX2 void cols_q4_0_q8_0(int64_t n, const block_q4_0 *w, const uint8_t *x, si
     for (int c = 0; c < NC; ++c) out[c] = hsum8(acc[c]);
 }
 
-template <int NC, bool XD>
-AS_AVX2 void cols_q4_1_q8_1(int64_t n, const block_q4_1 *w, const uint8_t *x, size_t xs, const float *xd, float *out) {
+// W: Q4_1 or Q5_1 weights against Q8_1 rows.
+template <int NC, bool XD, class W>
+AS_AVX2 void cols_min(int64_t n, const W *w, const uint8_t *x, size_t xs, const float *xd, float *out) {
     const int64_t nb = n / QK;
     __m256 acc[NC];
     float mins[NC];
     for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps(), mins[c] = 0.0f;
     for (int64_t b = 0; b < nb; ++b) {
         const float dw = h2f(w[b].d), mw = h2f(w[b].m);
-        const __m256i qw = unpack_nibbles(w[b].qs);
+        const __m256i qw = weight_unsigned(w[b]);
         for (int c = 0; c < NC; ++c) {
             const block_q8_1 &xb = reinterpret_cast<const block_q8_1 *>(x + c * xs)[b];
             const __m256 d = _mm256_set1_ps(dw * act_d<XD>(xb, xd, nb, c, b));
@@ -268,24 +289,6 @@ AS_AVX2 void cols_q4_1_q8_1(int64_t n, const block_q4_1 *w, const uint8_t *x, si
         }
     }
     for (int c = 0; c < NC; ++c) out[c] = hsum8(acc[c]) + mins[c];
-}
-
-template <int NC, bool XD>
-AS_AVX2 void cols_q8_0_q8_0(int64_t n, const block_q8_0 *w, const uint8_t *x, size_t xs, const float *xd, float *out) {
-    const int64_t nb = n / QK;
-    __m256 acc[NC];
-    for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-        const float dw = h2f(w[b].d);
-        const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(w[b].qs));
-        for (int c = 0; c < NC; ++c) {
-            const block_q8_0 &xb = reinterpret_cast<const block_q8_0 *>(x + c * xs)[b];
-            const __m256 d = _mm256_set1_ps(dw * act_d<XD>(xb, xd, nb, c, b));
-            const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xb.qs));
-            acc[c] = _mm256_fmadd_ps(d, dot_i8_i8(qw, qx), acc[c]);
-        }
-    }
-    for (int c = 0; c < NC; ++c) out[c] = hsum8(acc[c]);
 }
 
 // Instantiates a column count chosen at run time (1..kMaxCols); scales from xd when given.
@@ -307,12 +310,14 @@ void cols_dispatch(int64_t n, const void *w, const void *x, size_t xs, const flo
 #define AS_KERNEL(name, W, fn)                                                                          \
     template <int NC, bool XD> struct name {                                                           \
         static void run(int64_t n, const W *w, const uint8_t *x, size_t xs, const float *xd, float *o) { \
-            fn<NC, XD>(n, w, x, xs, xd, o);                                                            \
+            fn<NC, XD, W>(n, w, x, xs, xd, o);                                                            \
         }                                                                                              \
     };
-AS_KERNEL(k_q4_0, block_q4_0, cols_q4_0_q8_0)
-AS_KERNEL(k_q4_1, block_q4_1, cols_q4_1_q8_1)
-AS_KERNEL(k_q8_0, block_q8_0, cols_q8_0_q8_0)
+AS_KERNEL(k_q4_0, block_q4_0, cols_signed)
+AS_KERNEL(k_q5_0, block_q5_0, cols_signed)
+AS_KERNEL(k_q8_0, block_q8_0, cols_signed)
+AS_KERNEL(k_q4_1, block_q4_1, cols_min)
+AS_KERNEL(k_q5_1, block_q5_1, cols_min)
 #undef AS_KERNEL
 } // namespace
 
@@ -329,50 +334,33 @@ struct isa {
         return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
     }
 };
-AS_AVX2 inline __m256i weight_quants(const block_q4_0 &w) { return _mm256_sub_epi8(unpack_nibbles(w.qs), _mm256_set1_epi8(8)); }
-AS_AVX2 inline __m256i weight_quants(const block_q8_0 &w) { return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(w.qs)); }
 #define AS_TILE AS_AVX2
 #include "engine/tile_kernel.inc"
 #undef AS_TILE
 } // namespace tile_avx2
 
-void tile_q4_0_q8_0_avx2(int64_t n, const void *w, size_t ws, int nr, const void *x, size_t xs, const float *xt, size_t sts,
-                        const int32_t *xc, int nc, float *out) {
-    tile_avx2::tile_run<tile_avx2::isa, block_q4_0>(n, w, ws, nr, x, xs, xt, sts, xc, nc, out);
-}
-void tile_q4_1_q8_1_avx2(int64_t n, const void *w, size_t ws, int nr, const void *x, size_t xs, const float *xt, size_t sts,
-                        const int32_t *xc, int nc, float *out) {
-    tile_avx2::tile_run<tile_avx2::isa, block_q4_1>(n, w, ws, nr, x, xs, xt, sts, xc, nc, out);
-}
-void tile_q8_0_q8_0_avx2(int64_t n, const void *w, size_t ws, int nr, const void *x, size_t xs, const float *xt, size_t sts,
-                        const int32_t *xc, int nc, float *out) {
-    tile_avx2::tile_run<tile_avx2::isa, block_q8_0>(n, w, ws, nr, x, xs, xt, sts, xc, nc, out);
-}
-
-AS_AVX2 float dot_q4_0_q8_0_avx2(int64_t n, const void *w, const void *x) {
-    float r;
-    cols_q4_0_q8_0<1, false>(n, static_cast<const block_q4_0 *>(w), static_cast<const uint8_t *>(x), 0, nullptr, &r);
-    return r;
-}
-AS_AVX2 float dot_q4_1_q8_1_avx2(int64_t n, const void *w, const void *x) {
-    float r;
-    cols_q4_1_q8_1<1, false>(n, static_cast<const block_q4_1 *>(w), static_cast<const uint8_t *>(x), 0, nullptr, &r);
-    return r;
-}
-AS_AVX2 float dot_q8_0_q8_0_avx2(int64_t n, const void *w, const void *x) {
-    float r;
-    cols_q8_0_q8_0<1, false>(n, static_cast<const block_q8_0 *>(w), static_cast<const uint8_t *>(x), 0, nullptr, &r);
-    return r;
-}
-void cols_q4_0_q8_0_avx2(int64_t n, const void *w, const void *x, size_t xs, const float *xd, int nc, float *out) {
-    cols_dispatch<k_q4_0, block_q4_0>(n, w, x, xs, xd, nc, out);
-}
-void cols_q4_1_q8_1_avx2(int64_t n, const void *w, const void *x, size_t xs, const float *xd, int nc, float *out) {
-    cols_dispatch<k_q4_1, block_q4_1>(n, w, x, xs, xd, nc, out);
-}
-void cols_q8_0_q8_0_avx2(int64_t n, const void *w, const void *x, size_t xs, const float *xd, int nc, float *out) {
-    cols_dispatch<k_q8_0, block_q8_0>(n, w, x, xs, xd, nc, out);
-}
+// Entry points per weight format W (its activation format A): the tile, the one-row dot and
+// the multi-column kernel.
+#define AS_FORMAT(WN, AN, W, K, COLS)                                                                               \
+    void tile_##WN##_##AN##_avx2(int64_t n, const void *w, size_t ws, int nr, const void *x, size_t xs,              \
+                                 const float *xt, size_t sts, const int32_t *xc, int nc, float *out) {             \
+        tile_avx2::tile_run<tile_avx2::isa, W>(n, w, ws, nr, x, xs, xt, sts, xc, nc, out);                          \
+    }                                                                                                               \
+    AS_AVX2 float dot_##WN##_##AN##_avx2(int64_t n, const void *w, const void *x) {                                  \
+        float r;                                                                                                    \
+        COLS<1, false, W>(n, static_cast<const W *>(w), static_cast<const uint8_t *>(x), 0, nullptr, &r);            \
+        return r;                                                                                                   \
+    }                                                                                                               \
+    void cols_##WN##_##AN##_avx2(int64_t n, const void *w, const void *x, size_t xs, const float *xd, int nc,        \
+                                 float *out) {                                                                      \
+        cols_dispatch<K, W>(n, w, x, xs, xd, nc, out);                                                              \
+    }
+AS_FORMAT(q4_0, q8_0, block_q4_0, k_q4_0, cols_signed)
+AS_FORMAT(q5_0, q8_0, block_q5_0, k_q5_0, cols_signed)
+AS_FORMAT(q8_0, q8_0, block_q8_0, k_q8_0, cols_signed)
+AS_FORMAT(q4_1, q8_1, block_q4_1, k_q4_1, cols_min)
+AS_FORMAT(q5_1, q8_1, block_q5_1, k_q5_1, cols_min)
+#undef AS_FORMAT
 
 AS_AVX2 float dot_f16_f16_avx2(int64_t n, const void *wv, const void *xv) {
     const uint16_t *w = static_cast<const uint16_t *>(wv), *x = static_cast<const uint16_t *>(xv);
@@ -581,6 +569,14 @@ dot_cols_fn dot_cols_kernel(tensor_type weight) {
         return pick<dot_cols_fn>(cols_by_dot<dot_q4_1_q8_1_ref>, cols_q4_1_q8_1_avx2, cols_q4_1_q8_1_avx512, cols_q4_1_q8_1_avx512vnni);
     case tensor_type::q8_0:
         return pick<dot_cols_fn>(cols_by_dot<dot_q8_0_q8_0_ref>, cols_q8_0_q8_0_avx2, cols_q8_0_q8_0_avx512, cols_q8_0_q8_0_avx512vnni);
+    case tensor_type::q5_0:
+        return pick<dot_cols_fn>(cols_by_dot<dot_q5_0_q8_0_ref>, cols_q5_0_q8_0_avx2, cols_q5_0_q8_0_avx512, cols_q5_0_q8_0_avx512vnni);
+    case tensor_type::q5_1:
+        return pick<dot_cols_fn>(cols_by_dot<dot_q5_1_q8_1_ref>, cols_q5_1_q8_1_avx2, cols_q5_1_q8_1_avx512, cols_q5_1_q8_1_avx512vnni);
+    // the K-quants: the AVX2 kernel on every SIMD level (the same bits as the reference)
+    case tensor_type::q4_k: return use_avx2() ? cols_by_dot<dot_q4_k_q8_k_avx2> : cols_by_dot<dot_q4_k_q8_k_ref>;
+    case tensor_type::q5_k: return use_avx2() ? cols_by_dot<dot_q5_k_q8_k_avx2> : cols_by_dot<dot_q5_k_q8_k_ref>;
+    case tensor_type::q6_k: return use_avx2() ? cols_by_dot<dot_q6_k_q8_k_avx2> : cols_by_dot<dot_q6_k_q8_k_ref>;
     case tensor_type::f16:
         return use_avx2() ? cols_by_dot<dot_f16_f16_avx2> : cols_by_dot<dot_f16_f16_ref>;
     case tensor_type::f32:
@@ -596,6 +592,8 @@ tile_kernel_info tile_kernel(tensor_type weight) {
         case tensor_type::q4_0: return {tile_q4_0_q8_0_zmm, kZmmTileRows, kZmmTileCols, 8};
         case tensor_type::q4_1: return {tile_q4_1_q8_1_zmm, kZmmTileRows, kZmmTileCols, 0};
         case tensor_type::q8_0: return {tile_q8_0_q8_0_zmm, kZmmTileRows, kZmmTileCols, 128};
+        case tensor_type::q5_0: return {tile_q5_0_q8_0_avx512, kTileRows, kTileCols, 0};
+        case tensor_type::q5_1: return {tile_q5_1_q8_1_avx512, kTileRows, kTileCols, 0};
         default: return {};
         }
     }
@@ -605,6 +603,8 @@ tile_kernel_info tile_kernel(tensor_type weight) {
     case tensor_type::q4_0: return {wide ? tile_q4_0_q8_0_avx512 : tile_q4_0_q8_0_avx2, kTileRows, kTileCols, 0};
     case tensor_type::q4_1: return {wide ? tile_q4_1_q8_1_avx512 : tile_q4_1_q8_1_avx2, kTileRows, kTileCols, 0};
     case tensor_type::q8_0: return {wide ? tile_q8_0_q8_0_avx512 : tile_q8_0_q8_0_avx2, kTileRows, kTileCols, 0};
+    case tensor_type::q5_0: return {wide ? tile_q5_0_q8_0_avx512 : tile_q5_0_q8_0_avx2, kTileRows, kTileCols, 0};
+    case tensor_type::q5_1: return {wide ? tile_q5_1_q8_1_avx512 : tile_q5_1_q8_1_avx2, kTileRows, kTileCols, 0};
     default: return {};
     }
 }
@@ -627,6 +627,11 @@ dot_fn dot_kernel(tensor_type weight) {
     case tensor_type::q4_0: return pick<dot_fn>(dot_q4_0_q8_0_ref, dot_q4_0_q8_0_avx2, dot_q4_0_q8_0_avx512, dot_q4_0_q8_0_avx512vnni);
     case tensor_type::q4_1: return pick<dot_fn>(dot_q4_1_q8_1_ref, dot_q4_1_q8_1_avx2, dot_q4_1_q8_1_avx512, dot_q4_1_q8_1_avx512vnni);
     case tensor_type::q8_0: return pick<dot_fn>(dot_q8_0_q8_0_ref, dot_q8_0_q8_0_avx2, dot_q8_0_q8_0_avx512, dot_q8_0_q8_0_avx512vnni);
+    case tensor_type::q5_0: return pick<dot_fn>(dot_q5_0_q8_0_ref, dot_q5_0_q8_0_avx2, dot_q5_0_q8_0_avx512, dot_q5_0_q8_0_avx512vnni);
+    case tensor_type::q5_1: return pick<dot_fn>(dot_q5_1_q8_1_ref, dot_q5_1_q8_1_avx2, dot_q5_1_q8_1_avx512, dot_q5_1_q8_1_avx512vnni);
+    case tensor_type::q4_k: return use_avx2() ? dot_q4_k_q8_k_avx2 : dot_q4_k_q8_k_ref;
+    case tensor_type::q5_k: return use_avx2() ? dot_q5_k_q8_k_avx2 : dot_q5_k_q8_k_ref;
+    case tensor_type::q6_k: return use_avx2() ? dot_q6_k_q8_k_avx2 : dot_q6_k_q8_k_ref;
     case tensor_type::f16: return use_avx2() ? dot_f16_f16_avx2 : dot_f16_f16_ref;
     case tensor_type::f32: return use_avx2() ? dot_f32_f32_avx2 : dot_f32_f32_ref;
     default: return nullptr;

@@ -1,9 +1,10 @@
 // Block formats (ggml-compatible layouts) and the dot-product kernels that consume them.
 //
-// A weight row of a quantized matrix is a run of 32-element blocks. Activations are
-// quantized once per matmul into the format each weight type pairs with, so the inner
-// loop is an integer dot product with one float scale per block:
-//   Q4_0 · Q8_0,  Q4_1 · Q8_1,  Q8_0 · Q8_0,  F16 · F16,  F32 · F32.
+// A weight row of a quantized matrix is a run of 32-element blocks (256-element super-blocks
+// for the K-quants). Activations are quantized once per matmul into the format each weight
+// type pairs with, so the inner loop is an integer dot product with one float scale per block:
+//   Q4_0 · Q8_0,  Q4_1 · Q8_1,  Q8_0 · Q8_0,  F16 · F16,  F32 · F32, and (quants_k.h)
+//   Q5_0 · Q8_0,  Q5_1 · Q8_1,  Q4_K, Q5_K, Q6_K · Q8_K.
 // Every SIMD variant has a *_ref beside it; tests hold them together within kTolDot.
 #pragma once
 
@@ -65,6 +66,7 @@ float dot_q4_1_q8_1_avx2(int64_t n, const void *w, const void *x);
 float dot_q8_0_q8_0_avx2(int64_t n, const void *w, const void *x);
 float dot_f16_f16_avx2(int64_t n, const void *w, const void *x);
 float dot_f32_f32_avx2(int64_t n, const void *w, const void *x);
+// Q5_0, Q5_1 and the K-quants: quants_k.h.
 
 // out[c] = dot(w, x + c * x_stride) for c < n_cols (1..kMaxCols): one pass over a weight row
 // for several activation rows. Bit-identical to n_cols separate dot_fn calls.
@@ -76,6 +78,8 @@ using dot_cols_fn = void (*)(int64_t n, const void *w, const void *x, size_t x_s
 void cols_q4_0_q8_0_avx2(int64_t n, const void *w, const void *x, size_t x_stride, const float *xd, int n_cols, float *out);
 void cols_q4_1_q8_1_avx2(int64_t n, const void *w, const void *x, size_t x_stride, const float *xd, int n_cols, float *out);
 void cols_q8_0_q8_0_avx2(int64_t n, const void *w, const void *x, size_t x_stride, const float *xd, int n_cols, float *out);
+void cols_q5_0_q8_0_avx2(int64_t n, const void *w, const void *x, size_t x_stride, const float *xd, int n_cols, float *out);
+void cols_q5_1_q8_1_avx2(int64_t n, const void *w, const void *x, size_t x_stride, const float *xd, int n_cols, float *out);
 // One quantized activation row (Q8_0 or Q8_1, n elements) -> its scales (n/QK, 2): d, s (0 for Q8_0).
 void activation_scales(tensor_type t, const void *x, int64_t n, float *xd);
 // xd of n_rows rows ((n_rows, nb, 2) as activation_scales writes them) -> xt (nb, 2, sts),
@@ -111,6 +115,10 @@ AS_TILE_DECL(tile_q8_0_q8_0_avx2)
 AS_TILE_DECL(tile_q4_0_q8_0_avx512)
 AS_TILE_DECL(tile_q4_1_q8_1_avx512)
 AS_TILE_DECL(tile_q8_0_q8_0_avx512)
+AS_TILE_DECL(tile_q5_0_q8_0_avx2)
+AS_TILE_DECL(tile_q5_1_q8_1_avx2)
+AS_TILE_DECL(tile_q5_0_q8_0_avx512) // also at avx512vnni: the 512-bit tiles have no Q5 forms
+AS_TILE_DECL(tile_q5_1_q8_1_avx512)
 // 512-bit tiles (tile_zmm.cpp), AVX-512 VNNI: two weight rows per vector, up to kZmmTileRows
 // rows x kZmmTileCols tokens. The signed formats (Q4_0, Q8_0) take offset sums xc.
 constexpr int kZmmTileRows = 2, kZmmTileCols = 16;
@@ -147,6 +155,14 @@ void cols_q8_0_q8_0_avx512(int64_t n, const void *w, const void *x, size_t x_str
 void cols_q4_0_q8_0_avx512vnni(int64_t n, const void *w, const void *x, size_t x_stride, const float *xd, int n_cols, float *out);
 void cols_q4_1_q8_1_avx512vnni(int64_t n, const void *w, const void *x, size_t x_stride, const float *xd, int n_cols, float *out);
 void cols_q8_0_q8_0_avx512vnni(int64_t n, const void *w, const void *x, size_t x_stride, const float *xd, int n_cols, float *out);
+float dot_q5_0_q8_0_avx512(int64_t n, const void *w, const void *x);
+float dot_q5_1_q8_1_avx512(int64_t n, const void *w, const void *x);
+float dot_q5_0_q8_0_avx512vnni(int64_t n, const void *w, const void *x);
+float dot_q5_1_q8_1_avx512vnni(int64_t n, const void *w, const void *x);
+void cols_q5_0_q8_0_avx512(int64_t n, const void *w, const void *x, size_t x_stride, const float *xd, int n_cols, float *out);
+void cols_q5_1_q8_1_avx512(int64_t n, const void *w, const void *x, size_t x_stride, const float *xd, int n_cols, float *out);
+void cols_q5_0_q8_0_avx512vnni(int64_t n, const void *w, const void *x, size_t x_stride, const float *xd, int n_cols, float *out);
+void cols_q5_1_q8_1_avx512vnni(int64_t n, const void *w, const void *x, size_t x_stride, const float *xd, int n_cols, float *out);
 
 // Instruction set levels, each including the ones before it:
 //   ref         portable C++ only

@@ -26,6 +26,7 @@
 #include <utility>
 
 #include "engine/quants.h"
+#include "engine/quants_k.h"
 #include "engine/simd_avx2.h"
 
 namespace actorserve {
@@ -68,7 +69,12 @@ AS_AVX512 inline __m256i apply_sign(const signed_weights &w, __m256i x) {
     return _mm256_mask_sub_epi8(x, w.neg, _mm256_setzero_si256(), x); // |x| <= 127: no overflow
 }
 AS_AVX512 inline __m256i weight_quants(const block_q4_0 &w) { return _mm256_sub_epi8(unpack_nibbles(w.qs), _mm256_set1_epi8(8)); }
+AS_AVX512 inline __m256i weight_quants(const block_q5_0 &w) {
+    return _mm256_sub_epi8(_mm256_or_si256(unpack_nibbles(w.qs), simd::fifth_bits(w.qh)), _mm256_set1_epi8(16));
+}
 AS_AVX512 inline __m256i weight_quants(const block_q8_0 &w) { return load32(w.qs); }
+AS_AVX512 inline __m256i weight_unsigned(const block_q4_1 &w) { return unpack_nibbles(w.qs); }
+AS_AVX512 inline __m256i weight_unsigned(const block_q5_1 &w) { return _mm256_or_si256(unpack_nibbles(w.qs), simd::fifth_bits(w.qh)); }
 
 // Activation row c's scales of block b: from xd when XD, else from the block (as quants.cpp).
 template <bool XD, class B> AS_AVX512 inline float act_d(const B &xb, const float *xd, int64_t nb, int c, int64_t b) {
@@ -85,7 +91,7 @@ AS_AVX512 inline __m256 scale_add(__m256 dw, float dx, __m256i lanes, __m256 acc
     return _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(dx)), _mm256_cvtepi32_ps(lanes), acc);
 }
 
-// out[c] = dot(w, x_c) for NC rows x_c = x + c * xs bytes of Q8_0 blocks, W (Q4_0 or Q8_0)
+// out[c] = dot(w, x_c) for NC rows x_c = x + c * xs bytes of Q8_0 blocks, W (Q4_0, Q5_0 or Q8_0)
 // weights: sum over blocks of d_w * d_x * sum_j(q_j * x_j).
 template <class I, class W, int NC, bool XD>
 AS_AVX512 void cols_signed(int64_t n, const W *w, const uint8_t *x, size_t xs, const float *xd, float *out) {
@@ -104,19 +110,19 @@ AS_AVX512 void cols_signed(int64_t n, const W *w, const uint8_t *x, size_t xs, c
     for (int c = 0; c < NC; ++c) out[c] = hsum8(acc[c]);
 }
 
-// The same for Q4_1 weights against Q8_1 rows: d_w * d_x * sum_j(q_j * x_j) + m_w * s_x per
+// The same for Q4_1 or Q5_1 weights against Q8_1 rows: d_w * d_x * sum_j(q_j * x_j) + m_w * s_x per
 // block, the min terms in a scalar fma chain per row as the AVX2 kernel keeps them.
 // note: the chain is written as lane 0 of a vector fma so that the compiler keeps it one
 // instruction per block and row; left as std::fma, GCC packs the four rows' chains into one
 // vector and gathers their s_x with shuffles, which costs more than it saves.
 template <class I, class W, int NC, bool XD>
-AS_AVX512 void cols_q4_1(int64_t n, const W *w, const uint8_t *x, size_t xs, const float *xd, float *out) {
+AS_AVX512 void cols_min(int64_t n, const W *w, const uint8_t *x, size_t xs, const float *xd, float *out) {
     const int64_t nb = n / QK;
     __m256 acc[NC];
     __m128 mins[NC];
     for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps(), mins[c] = _mm_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-        const __m256i u = unpack_nibbles(w[b].qs); // 0..15
+        const __m256i u = weight_unsigned(w[b]); // 0..15 (Q4_1), 0..31 (Q5_1)
         const __m256 dw = _mm256_set1_ps(h2f(w[b].d));
         const __m128 mw = _mm_set_ss(h2f(w[b].m));
         for (int c = 0; c < NC; ++c) {
@@ -151,9 +157,9 @@ template <class I, class W, int NC, bool XD> struct k_signed {
         cols_signed<I, W, NC, XD>(n, w, x, xs, xd, o);
     }
 };
-template <class I, class W, int NC, bool XD> struct k_q4_1 {
+template <class I, class W, int NC, bool XD> struct k_min {
     static void run(int64_t n, const W *w, const uint8_t *x, size_t xs, const float *xd, float *o) {
-        cols_q4_1<I, W, NC, XD>(n, w, x, xs, xd, o);
+        cols_min<I, W, NC, XD>(n, w, x, xs, xd, o);
     }
 };
 template <class I, class W, template <class, class, int, bool> class K>
@@ -184,46 +190,35 @@ struct isa : I {
 
 // ---- entry points: one per format and ISA ----------------------------------------------------
 
-#define AS_ENTRY(ATTR, I, SUFFIX)                                                                               \
-    ATTR __attribute__((flatten)) float dot_q4_0_q8_0_##SUFFIX(int64_t n, const void *w, const void *x) {       \
-        return dot_run<I, block_q4_0, k_signed>(n, w, x);                                                       \
+#define AS_FORMAT(ATTR, I, SUFFIX, WN, AN, W, K)                                                                \
+    ATTR __attribute__((flatten)) float dot_##WN##_##AN##_##SUFFIX(int64_t n, const void *w, const void *x) {     \
+        return dot_run<I, W, K>(n, w, x);                                                                       \
     }                                                                                                           \
-    ATTR __attribute__((flatten)) float dot_q4_1_q8_1_##SUFFIX(int64_t n, const void *w, const void *x) {       \
-        return dot_run<I, block_q4_1, k_q4_1>(n, w, x);                                                         \
-    }                                                                                                           \
-    ATTR __attribute__((flatten)) float dot_q8_0_q8_0_##SUFFIX(int64_t n, const void *w, const void *x) {       \
-        return dot_run<I, block_q8_0, k_signed>(n, w, x);                                                       \
-    }                                                                                                           \
-    ATTR __attribute__((flatten)) void cols_q4_0_q8_0_##SUFFIX(int64_t n, const void *w, const void *x,         \
-                                                               size_t xs, const float *xd, int nc, float *out) { \
-        cols_run<I, block_q4_0, k_signed>(n, w, x, xs, xd, nc, out);                                            \
-    }                                                                                                           \
-    ATTR __attribute__((flatten)) void cols_q4_1_q8_1_##SUFFIX(int64_t n, const void *w, const void *x,         \
-                                                               size_t xs, const float *xd, int nc, float *out) { \
-        cols_run<I, block_q4_1, k_q4_1>(n, w, x, xs, xd, nc, out);                                              \
-    }                                                                                                           \
-    ATTR __attribute__((flatten)) void cols_q8_0_q8_0_##SUFFIX(int64_t n, const void *w, const void *x,         \
-                                                               size_t xs, const float *xd, int nc, float *out) { \
-        cols_run<I, block_q8_0, k_signed>(n, w, x, xs, xd, nc, out);                                            \
+    ATTR __attribute__((flatten)) void cols_##WN##_##AN##_##SUFFIX(int64_t n, const void *w, const void *x,     \
+                                                                   size_t xs, const float *xd, int nc, float *out) { \
+        cols_run<I, W, K>(n, w, x, xs, xd, nc, out);                                                            \
     }
+#define AS_ENTRY(ATTR, I, SUFFIX)                                  \
+    AS_FORMAT(ATTR, I, SUFFIX, q4_0, q8_0, block_q4_0, k_signed)   \
+    AS_FORMAT(ATTR, I, SUFFIX, q5_0, q8_0, block_q5_0, k_signed)   \
+    AS_FORMAT(ATTR, I, SUFFIX, q8_0, q8_0, block_q8_0, k_signed)   \
+    AS_FORMAT(ATTR, I, SUFFIX, q4_1, q8_1, block_q4_1, k_min)     \
+    AS_FORMAT(ATTR, I, SUFFIX, q5_1, q8_1, block_q5_1, k_min)
 AS_ENTRY(AS_AVX512, isa_avx512, avx512)
 AS_ENTRY(AS_AVX512_VNNI, isa_avx512_vnni, avx512vnni)
 #undef AS_ENTRY
+#undef AS_FORMAT
 
-#define AS_TILE_ENTRY(NS, SUFFIX)                                                                                  \
-    void tile_q4_0_q8_0_##SUFFIX(int64_t n, const void *w, size_t ws, int nr, const void *x, size_t xs,            \
-                                 const float *xt, size_t sts, const int32_t *xc, int nc, float *out) {          \
-        NS::tile_run<NS::isa, block_q4_0>(n, w, ws, nr, x, xs, xt, sts, xc, nc, out);                             \
-    }                                                                                                              \
-    void tile_q4_1_q8_1_##SUFFIX(int64_t n, const void *w, size_t ws, int nr, const void *x, size_t xs,            \
-                                 const float *xt, size_t sts, const int32_t *xc, int nc, float *out) {          \
-        NS::tile_run<NS::isa, block_q4_1>(n, w, ws, nr, x, xs, xt, sts, xc, nc, out);                             \
-    }                                                                                                              \
-    void tile_q8_0_q8_0_##SUFFIX(int64_t n, const void *w, size_t ws, int nr, const void *x, size_t xs,            \
-                                 const float *xt, size_t sts, const int32_t *xc, int nc, float *out) {          \
-        NS::tile_run<NS::isa, block_q8_0>(n, w, ws, nr, x, xs, xt, sts, xc, nc, out);                             \
+#define AS_TILE_ENTRY(NS, SUFFIX, WN, AN, W)                                                                       \
+    void tile_##WN##_##AN##_##SUFFIX(int64_t n, const void *w, size_t ws, int nr, const void *x, size_t xs,       \
+                                     const float *xt, size_t sts, const int32_t *xc, int nc, float *out) {      \
+        NS::tile_run<NS::isa, W>(n, w, ws, nr, x, xs, xt, sts, xc, nc, out);                                      \
     }
-AS_TILE_ENTRY(tile_avx512, avx512)
+AS_TILE_ENTRY(tile_avx512, avx512, q4_0, q8_0, block_q4_0)
+AS_TILE_ENTRY(tile_avx512, avx512, q5_0, q8_0, block_q5_0)
+AS_TILE_ENTRY(tile_avx512, avx512, q8_0, q8_0, block_q8_0)
+AS_TILE_ENTRY(tile_avx512, avx512, q4_1, q8_1, block_q4_1)
+AS_TILE_ENTRY(tile_avx512, avx512, q5_1, q8_1, block_q5_1)
 #undef AS_TILE_ENTRY
 
 } // namespace actorserve

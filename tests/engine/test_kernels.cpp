@@ -126,7 +126,7 @@ TEST_CASE("kernels: dot_kernel dispatches to the CPU's default level") {
     } else {
         MESSAGE("ACTORSERVE_SIMD is set: the default dispatch is not checked in this run");
     }
-    CHECK(reinterpret_cast<void *>(dot_kernel(tensor_type::q4_k)) == nullptr);
+    CHECK(reinterpret_cast<void *>(dot_kernel(tensor_type::q3_k)) == nullptr);
 }
 
 TEST_CASE("kernels: ACTORSERVE_SIMD lowers the level, never raises it above the CPU's") {

@@ -118,8 +118,8 @@ TEST_CASE("model: a tiny F32 llama loads, takes its shape from metadata, and run
 
 TEST_CASE("model: a tensor of a type the engine does not compute is named with its type") {
     const std::string err = load_error(write_tiny_model("llama", "", "blk.0.ffn_down.weight",
-                                                        static_cast<uint32_t>(tensor_type::q4_k)));
-    CHECK(err.find("tensor 'blk.0.ffn_down.weight' has unsupported tensor type Q4_K") != std::string::npos);
+                                                        static_cast<uint32_t>(tensor_type::q3_k)));
+    CHECK(err.find("tensor 'blk.0.ffn_down.weight' has unsupported tensor type Q3_K") != std::string::npos);
 }
 
 TEST_CASE("model: another architecture, a missing tensor, a wrong shape and bad heads are refused") {
