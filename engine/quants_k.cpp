@@ -223,8 +223,10 @@ float dot_q5_k_q8_k_ref(int64_t n, const void *wv, const void *xv) {
     return fold8(acc) + mins;
 }
 
-// Q6_K: lane l also carries the -32 offset of sub-blocks 2l and 2l + 1 (32 * scale * bsum),
-// where llama.cpp's AVX2 kernel subtracts it.
+// Q6_K: each lane takes its own elements' (q - 32) * q8, as the AVX2 kernel of the llama.cpp
+// the fixtures come from subtracts 32 * q8 pairwise before scaling. (Later llama.cpp releases
+// subtract the offsets per 16-element sub-block, which spreads the same total differently over
+// the lanes and so changes the last bits.)
 float dot_q6_k_q8_k_ref(int64_t n, const void *wv, const void *xv) {
     const block_q6_k *w = static_cast<const block_q6_k *>(wv);
     const block_q8_k *x = static_cast<const block_q8_k *>(xv);
@@ -236,12 +238,9 @@ float dot_q6_k_q8_k_ref(int64_t n, const void *wv, const void *xv) {
             const uint8_t *ql = w[b].ql + 64 * h, *qh = w[b].qh + 32 * h;
             for (int k = 0; k < 4; ++k)
                 for (int e = 0; e < 32; ++e)
-                    li[e / 4] += w[b].scales[8 * h + 2 * k + e / 16] * q6(ql, qh, k, e) * x[b].qs[128 * h + 32 * k + e];
+                    li[e / 4] += w[b].scales[8 * h + 2 * k + e / 16] * (q6(ql, qh, k, e) - 32) * x[b].qs[128 * h + 32 * k + e];
         }
-        for (int l = 0; l < 8; ++l) {
-            li[l] -= 32 * (x[b].bsums[2 * l] * w[b].scales[2 * l] + x[b].bsums[2 * l + 1] * w[b].scales[2 * l + 1]);
-            acc[l] = std::fma(d, static_cast<float>(li[l]), acc[l]);
-        }
+        for (int l = 0; l < 8; ++l) acc[l] = std::fma(d, static_cast<float>(li[l]), acc[l]);
     }
     return fold8(acc);
 }
@@ -326,14 +325,11 @@ AS_AVX2 float dot_q5_k_q8_k_avx2(int64_t n, const void *wv, const void *xv) {
 AS_AVX2 float dot_q6_k_q8_k_avx2(int64_t n, const void *wv, const void *xv) {
     const block_q6_k *w = static_cast<const block_q6_k *>(wv);
     const block_q8_k *x = static_cast<const block_q8_k *>(xv);
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3), m32 = _mm256_set1_epi8(32);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; ++b) {
         const float d = x[b].d * h2f(w[b].d);
-        const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i *>(w[b].scales));
-        // the -32 offsets: lane l, 32 * (bsums[2l] * sc[2l] + bsums[2l+1] * sc[2l+1])
-        __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(),
-                                        _mm256_slli_epi32(_mm256_madd_epi16(load32(x[b].bsums), _mm256_cvtepi8_epi16(sc8)), 5));
+        __m256i sumi = _mm256_setzero_si256();
         for (int h = 0; h < 2; ++h) {
             const uint8_t *ql = w[b].ql + 64 * h;
             const __m256i l0 = load32(ql), l1 = load32(ql + 32), qh = load32(w[b].qh + 32 * h);
@@ -347,7 +343,10 @@ AS_AVX2 float dot_q6_k_q8_k_avx2(int64_t n, const void *wv, const void *xv) {
                 // sub-blocks 8h + 2k (bytes 0..15) and 8h + 2k + 1 (bytes 16..31)
                 const int s = 8 * h + 2 * k;
                 const __m256i sc16 = _mm256_set_m128i(_mm_set1_epi16(w[b].scales[s + 1]), _mm_set1_epi16(w[b].scales[s]));
-                sumi = _mm256_add_epi32(sumi, scaled_dot(q[k], load32(x[b].qs + 128 * h + 32 * k), sc16));
+                const __m256i x8 = load32(x[b].qs + 128 * h + 32 * k);
+                // (q - 32) . x pairwise in int16: |q . x| <= 2 * 63 * 128 and |32 . x| <= 2 * 32 * 128
+                const __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], x8), _mm256_maddubs_epi16(m32, x8));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p16, sc16));
             }
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);

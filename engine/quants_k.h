@@ -8,8 +8,9 @@
 // into 8 exact int32 lanes (lane j takes bytes 4j..4j+3 of every 32-byte step, as maddubs +
 // madd lay them out), converted to float and added into 8 float lanes by one fma with the
 // super-block scale; the mins term (Q4_K, Q5_K) runs in a chain of its own; hsum8 at the end.
+// (Q6_K's -32 offset is taken inside each lane, as llama-cpp-python 0.3.16's llama.cpp does.)
 // The *_ref kernels are that order written out in scalar code, so every level gives the same
-// bits and a K-quant file's logits match llama.cpp's AVX2 build's.
+// bits, and a Q4_K_M, Q5_K_M or Q6_K file's logits are llama.cpp's AVX2 build's bit for bit.
 #pragma once
 
 #include <cstddef>
