@@ -75,19 +75,24 @@ void matmul(std::span<const matmul_out> outs, const float *x, int64_t n_tok, thr
     if (!tiled) {
         const dot_cols_fn dot = dot_cols_kernel(w0.type);
         assert(dot != nullptr);
+        // token blocks as the tiled path walks them, so that a prompt's activations are read
+        // from cache for every row of the chunk
         pool.parallel_for_dynamic(n_units, grain(n_units, pool), [&](int64_t u0, int64_t u1) {
             float out[kMaxCols];
-            for (int64_t u = u0, k = units.find(u0, 0); u < u1; ++u) {
-                k = units.find(u, static_cast<int>(k));
-                const weight_matrix &w = *outs[static_cast<size_t>(k)].w;
-                float *y = outs[static_cast<size_t>(k)].y;
-                const int64_t r = u - units.first[k];
-                const uint8_t *row = w.data + static_cast<size_t>(r) * w.row_bytes;
-                if (r + kPrefetchRows < w.n_out) prefetch(row + kPrefetchRows * w.row_bytes, w.row_bytes);
-                for (int64_t t = 0; t < n_tok; t += kMaxCols) {
-                    const int nc = static_cast<int>(std::min<int64_t>(kMaxCols, n_tok - t));
-                    dot(n_in, row, xqd + static_cast<size_t>(t) * x_row, x_row, xd ? xd + t * nd : nullptr, nc, out);
-                    for (int c = 0; c < nc; ++c) y[(t + c) * w.n_out + r] = out[c];
+            for (int64_t tb = 0; tb < n_tok; tb += kTokenBlock) {
+                const int64_t te = std::min<int64_t>(n_tok, tb + kTokenBlock);
+                for (int64_t u = u0, k = units.find(u0, 0); u < u1; ++u) {
+                    k = units.find(u, static_cast<int>(k));
+                    const weight_matrix &w = *outs[static_cast<size_t>(k)].w;
+                    float *y = outs[static_cast<size_t>(k)].y;
+                    const int64_t r = u - units.first[k];
+                    const uint8_t *row = w.data + static_cast<size_t>(r) * w.row_bytes;
+                    if (r + kPrefetchRows < w.n_out) prefetch(row + kPrefetchRows * w.row_bytes, w.row_bytes);
+                    for (int64_t t = tb; t < te; t += kMaxCols) {
+                        const int nc = static_cast<int>(std::min<int64_t>(kMaxCols, te - t));
+                        dot(n_in, row, xqd + static_cast<size_t>(t) * x_row, x_row, xd ? xd + t * nd : nullptr, nc, out);
+                        for (int c = 0; c < nc; ++c) y[(t + c) * w.n_out + r] = out[c];
+                    }
                 }
             }
         });

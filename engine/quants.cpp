@@ -592,8 +592,8 @@ tile_kernel_info tile_kernel(tensor_type weight) {
         case tensor_type::q4_0: return {tile_q4_0_q8_0_zmm, kZmmTileRows, kZmmTileCols, 8};
         case tensor_type::q4_1: return {tile_q4_1_q8_1_zmm, kZmmTileRows, kZmmTileCols, 0};
         case tensor_type::q8_0: return {tile_q8_0_q8_0_zmm, kZmmTileRows, kZmmTileCols, 128};
-        case tensor_type::q5_0: return {tile_q5_0_q8_0_avx512, kTileRows, kTileCols, 0};
-        case tensor_type::q5_1: return {tile_q5_1_q8_1_avx512, kTileRows, kTileCols, 0};
+        case tensor_type::q5_0: return {tile_q5_0_q8_0_zmm, kZmmTileRows, kZmmTileCols, 16};
+        case tensor_type::q5_1: return {tile_q5_1_q8_1_zmm, kZmmTileRows, kZmmTileCols, 0};
         default: return {};
         }
     }

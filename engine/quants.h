@@ -117,14 +117,16 @@ AS_TILE_DECL(tile_q4_1_q8_1_avx512)
 AS_TILE_DECL(tile_q8_0_q8_0_avx512)
 AS_TILE_DECL(tile_q5_0_q8_0_avx2)
 AS_TILE_DECL(tile_q5_1_q8_1_avx2)
-AS_TILE_DECL(tile_q5_0_q8_0_avx512) // also at avx512vnni: the 512-bit tiles have no Q5 forms
+AS_TILE_DECL(tile_q5_0_q8_0_avx512)
 AS_TILE_DECL(tile_q5_1_q8_1_avx512)
 // 512-bit tiles (tile_zmm.cpp), AVX-512 VNNI: two weight rows per vector, up to kZmmTileRows
-// rows x kZmmTileCols tokens. The signed formats (Q4_0, Q8_0) take offset sums xc.
+// rows x kZmmTileCols tokens. The signed formats (Q4_0, Q5_0, Q8_0) take offset sums xc.
 constexpr int kZmmTileRows = 2, kZmmTileCols = 16;
 AS_TILE_DECL(tile_q4_0_q8_0_zmm)
 AS_TILE_DECL(tile_q4_1_q8_1_zmm)
 AS_TILE_DECL(tile_q8_0_q8_0_zmm)
+AS_TILE_DECL(tile_q5_0_q8_0_zmm) // offset 16
+AS_TILE_DECL(tile_q5_1_q8_1_zmm)
 #undef AS_TILE_DECL
 // What matmul needs to drive a tile kernel: the function, its largest shape, and the offset k
 // of its xc (0: none).
@@ -138,7 +140,7 @@ struct tile_kernel_info {
 tile_kernel_info tile_kernel(tensor_type weight);
 // xc[(c * nb + b) * 8 + j] = -k * (sum of bytes 4j..4j+3 of block b's quants) for n_rows Q8_0
 // activation rows x + c * xs of nb blocks: the lane offsets of a signed weight taken as
-// unsigned (Q4_0: k = 8, Q8_0: k = 128).
+// unsigned (Q4_0: k = 8, Q5_0: k = 16, Q8_0: k = 128).
 void offset_sums(const void *x, int64_t n_rows, size_t xs, int64_t nb, int k, int32_t *xc);
 
 // AVX-512 variants (quants_avx512.cpp): 256-bit AVX-512VL/BW steps, vpdpbusd in the

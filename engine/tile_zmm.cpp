@@ -10,9 +10,10 @@
 // operation): so the same four operations serve two rows, and the lanes of each half see
 // exactly the operations, in the same order, that the 256-bit kernel gives that row.
 //
-// Signed weights (Q4_0 as nibble - 8, Q8_0 as q) are taken unsigned (nibble; q + 128) and the
-// offset taken back through the accumulator input of vpdpbusd: lane j starts at
-// -k * (x_4j + ... + x_4j+3), k = 8 or 128, which the caller computes once per matmul (xc). The
+// Signed weights (Q4_0 as nibble - 8, Q5_0 as 5-bit q - 16, Q8_0 as q) are taken unsigned
+// (nibble; q; q + 128) and the offset taken back through the accumulator input of vpdpbusd:
+// lane j starts at -k * (x_4j + ... + x_4j+3), k = 8, 16 or 128, which the caller computes once
+// per matmul (xc). The
 // lane sums are exact integers however they are formed, so they equal the 256-bit kernels'.
 //
 // Per block and row pair the tile unpacks the two rows' quants once, converts their scales and
@@ -28,6 +29,7 @@
 #include <utility>
 
 #include "engine/quants.h"
+#include "engine/quants_k.h"
 #include "engine/simd_avx2.h"
 
 namespace actorserve {
@@ -54,6 +56,16 @@ AS_ZMM inline __m512i pair_nibbles(const uint8_t *qa, const uint8_t *qb) {
 }
 AS_ZMM inline __m512i pair_quants(const block_q4_0 &a, const block_q4_0 &b) { return pair_nibbles(a.qs, b.qs); }
 AS_ZMM inline __m512i pair_quants(const block_q4_1 &a, const block_q4_1 &b) { return pair_nibbles(a.qs, b.qs); }
+// 5-bit: the nibbles with each row's fifth bits (0x10) above them; Q5_0 taken as q = value + 16.
+AS_ZMM inline __m512i pair_fifth(const uint8_t *ha, const uint8_t *hb) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(simd::fifth_bits(ha)), simd::fifth_bits(hb), 1);
+}
+AS_ZMM inline __m512i pair_quants(const block_q5_0 &a, const block_q5_0 &b) {
+    return _mm512_or_si512(pair_nibbles(a.qs, b.qs), pair_fifth(a.qh, b.qh));
+}
+AS_ZMM inline __m512i pair_quants(const block_q5_1 &a, const block_q5_1 &b) {
+    return _mm512_or_si512(pair_nibbles(a.qs, b.qs), pair_fifth(a.qh, b.qh));
+}
 AS_ZMM inline __m512i pair_quants(const block_q8_0 &a, const block_q8_0 &b) { // q + 128
     __m512i z = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(a.qs)));
     z = _mm512_mask_broadcast_i64x4(z, 0xf0, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b.qs)));
@@ -69,12 +81,12 @@ template <class W> AS_ZMM inline __m512 pair_scales(const W &a, const W &b) {
 template <class W, int P, int C>
 AS_ZMM void ztile(int64_t nb, const W *const *wr, const uint8_t *x, size_t xs, const float *xt, size_t sts,
                   const int32_t *xc, float *out) {
-    constexpr bool kQ41 = std::is_same_v<W, block_q4_1>;
+    constexpr bool kQ41 = std::is_same_v<W, block_q4_1> || std::is_same_v<W, block_q5_1>; // with a min
     constexpr bool kSigned = !kQ41;
     using XB = std::conditional_t<kQ41, block_q8_1, block_q8_0>;
     static_assert(C <= 16, "the min terms keep one token per lane of a 512-bit vector");
     __m512 acc[P][C];
-    __m512 mins[2 * P]; // Q4_1: lane c is the min-term chain of row r and token c
+    __m512 mins[2 * P]; // Q4_1, Q5_1: lane c is the min-term chain of row r and token c
     _Pragma("GCC unroll 16") for (int p = 0; p < P; ++p) {
         _Pragma("GCC unroll 16") for (int c = 0; c < C; ++c) acc[p][c] = _mm512_setzero_ps();
         mins[2 * p] = mins[2 * p + 1] = _mm512_setzero_ps();
@@ -160,4 +172,15 @@ void tile_q8_0_q8_0_zmm(int64_t n, const void *w, size_t ws, int nr, const void 
     ztile_run<block_q8_0>(n, w, ws, nr, x, xs, xt, sts, xc, nc, out);
 }
 
+} // namespace actorserve
+
+namespace actorserve {
+void tile_q5_0_q8_0_zmm(int64_t n, const void *w, size_t ws, int nr, const void *x, size_t xs, const float *xt,
+                        size_t sts, const int32_t *xc, int nc, float *out) {
+    ztile_run<block_q5_0>(n, w, ws, nr, x, xs, xt, sts, xc, nc, out);
+}
+void tile_q5_1_q8_1_zmm(int64_t n, const void *w, size_t ws, int nr, const void *x, size_t xs, const float *xt,
+                        size_t sts, const int32_t *xc, int nc, float *out) {
+    ztile_run<block_q5_1>(n, w, ws, nr, x, xs, xt, sts, xc, nc, out);
+}
 } // namespace actorserve

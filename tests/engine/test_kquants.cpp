@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -230,9 +231,12 @@ TEST_CASE("kquants: Q5 register tiles give every output the one-token AVX2 resul
         MESSAGE("SKIPPED: no AVX2");
         return;
     }
-    struct kernel { const char *name; bool ok; tile_fn q50, q51; };
-    const kernel kernels[] = {{"avx2", true, tile_q5_0_q8_0_avx2, tile_q5_1_q8_1_avx2},
-                              {"avx512", cpu_has_avx512(), tile_q5_0_q8_0_avx512, tile_q5_1_q8_1_avx512}};
+    struct kernel { const char *name; bool ok; tile_fn q50, q51; int rows, cols, offset; };
+    const kernel kernels[] = {
+        {"avx2", true, tile_q5_0_q8_0_avx2, tile_q5_1_q8_1_avx2, kTileRows, kTileCols, 0},
+        {"avx512", cpu_has_avx512(), tile_q5_0_q8_0_avx512, tile_q5_1_q8_1_avx512, kTileRows, kTileCols, 0},
+        {"zmm", cpu_has_avx512vnni(), tile_q5_0_q8_0_zmm, tile_q5_1_q8_1_zmm, kZmmTileRows, kZmmTileCols, 16}};
+    constexpr int kRows = std::max(kTileRows, kZmmTileRows), kCols = std::max(kTileCols, kZmmTileCols);
     for (tensor_type t : {tensor_type::q5_0, tensor_type::q5_1})
         for (int64_t n : kSizes32) {
             CAPTURE(tensor_type_name(t));
@@ -241,27 +245,30 @@ TEST_CASE("kquants: Q5 register tiles give every output the one-token AVX2 resul
             const size_t ws = row_bytes(t, n), xs = row_bytes(at, n);
             const int64_t nb = n / QK;
             std::vector<uint8_t> w, x;
-            std::vector<float> xd(static_cast<size_t>(kTileCols * nb * 2));
-            for (int r = 0; r < kTileRows; ++r) {
+            std::vector<float> xd(static_cast<size_t>(kCols * nb * 2));
+            for (int r = 0; r < kRows; ++r) {
                 const std::vector<uint8_t> row = random_row(t, n, 100 + static_cast<uint64_t>(r));
                 w.insert(w.end(), row.begin(), row.end());
             }
-            for (int c = 0; c < kTileCols; ++c) {
+            for (int c = 0; c < kCols; ++c) {
                 const std::vector<uint8_t> xc = activations(t, wave(n, 0.5f + 0.3f * static_cast<float>(c)));
                 x.insert(x.end(), xc.begin(), xc.end());
                 activation_scales(at, x.data() + c * xs, n, xd.data() + c * nb * 2);
             }
-            const size_t sts = kTileCols + kTileOut;
+            const size_t sts = kCols + kTileOut;
             std::vector<float> xt(static_cast<size_t>(2 * nb) * sts);
-            transpose_scales(xd.data(), kTileCols, nb, xt.data(), sts);
+            transpose_scales(xd.data(), kCols, nb, xt.data(), sts);
             const dot_fn one = t == tensor_type::q5_0 ? dot_q5_0_q8_0_avx2 : dot_q5_1_q8_1_avx2;
             for (const kernel &k : kernels) {
                 if (!k.ok) continue;
                 CAPTURE(k.name);
-                for (int nr = 1; nr <= kTileRows; ++nr)
-                    for (int nc = 1; nc <= kTileCols; ++nc) {
-                        float out[kTileRows * kTileOut];
-                        (t == tensor_type::q5_0 ? k.q50 : k.q51)(n, w.data(), ws, nr, x.data(), xs, xt.data(), sts, nullptr, nc, out);
+                std::vector<int32_t> xc(static_cast<size_t>(kCols * nb * 8));
+                const int offset = t == tensor_type::q5_0 ? k.offset : 0;
+                if (offset) offset_sums(x.data(), kCols, xs, nb, offset, xc.data());
+                for (int nr = 1; nr <= k.rows; ++nr)
+                    for (int nc = 1; nc <= k.cols; ++nc) {
+                        float out[kRows * kTileOut];
+                        (t == tensor_type::q5_0 ? k.q50 : k.q51)(n, w.data(), ws, nr, x.data(), xs, xt.data(), sts, xc.data(), nc, out);
                         int mismatches = 0;
                         for (int r = 0; r < nr; ++r)
                             for (int c = 0; c < nc; ++c)
