@@ -92,12 +92,23 @@ void llama_context::forward(std::span<const batch_token> batch) {
         for (int t = 0; t < n_tok; ++t) rms_norm(&x_[t * E], L.attn_norm, &xb_[t * E], E, hp.rms_eps);
         const matmul_out qkv[] = {{&L.wq, q_.data()}, {&L.wk, k_.data()}, {&L.wv, v_.data()}};
         matmul(qkv, xb_.data(), n_tok, pool_, xq_);
+        const auto rope = hp.rope_neox ? rope_neox : rope_norm;
         for (int t = 0; t < n_tok; ++t) {
             const int pos = batch[t].pos, seq = batch[t].seq;
+            float *q = &q_[t * NQ], *k = &k_[t * NKV], *v = &v_[t * NKV];
+            if (L.bq) { // qwen2
+                add_inplace(q, L.bq, NQ);
+                add_inplace(k, L.bk, NKV);
+                add_inplace(v, L.bv, NKV);
+            }
+            if (L.q_norm) { // qwen3: each head normalised before its rotation
+                for (int h = 0; h < hp.n_head; ++h) rms_norm(q + h * HD, L.q_norm, q + h * HD, HD, hp.rms_eps);
+                for (int h = 0; h < hp.n_head_kv; ++h) rms_norm(k + h * HD, L.k_norm, k + h * HD, HD, hp.rms_eps);
+            }
             for (int h = 0; h < hp.n_head; ++h)
-                rope_norm(&q_[t * NQ + h * HD], HD, hp.n_rot, pos, hp.rope_theta, hp.rope_freq_scale, model_.rope_freqs());
+                rope(q + h * HD, HD, hp.n_rot, pos, hp.rope_theta, hp.rope_freq_scale, model_.rope_freqs());
             for (int h = 0; h < hp.n_head_kv; ++h)
-                rope_norm(&k_[t * NKV + h * HD], HD, hp.n_rot, pos, hp.rope_theta, hp.rope_freq_scale, model_.rope_freqs());
+                rope(k + h * HD, HD, hp.n_rot, pos, hp.rope_theta, hp.rope_freq_scale, model_.rope_freqs());
             // K row at offset pos % B of the position's block, V column there
             const int B = block_size_, off = pos % B;
             uint16_t *kl = kv_layer(slots_.table(seq)[static_cast<size_t>(pos / B)], il);

@@ -40,6 +40,23 @@ std::optional<weight_format> parse_weight_format(std::string_view s) {
 
 const char *weight_format_names() { return "native, f32, f16, q8_0, q4_0, q4_1"; }
 
+namespace {
+// What differs between the architectures the engine runs; the rest of the layer is LLaMA's.
+struct arch_traits {
+    const char *name;
+    bool rope_neox;
+    bool qkv_bias; // attn_{q,k,v}.bias, required
+    bool qk_norm;  // attn_{q,k}_norm.weight, required
+};
+constexpr arch_traits kArchs[] = {
+    {"llama", false, false, false},
+    {"qwen2", true, true, false},
+    {"qwen3", true, false, true},
+};
+} // namespace
+
+const char *supported_architectures() { return "llama, qwen2, qwen3"; }
+
 std::unique_ptr<llama_model> llama_model::load(const std::string &path, const load_options &opts, std::string &err) {
     std::unique_ptr<llama_model> m(new llama_model());
     m->file_ = gguf_file::open(path, err);
@@ -59,9 +76,12 @@ bool llama_model::init(const load_options &opts, std::string &err) {
     auto arch = f.get_string("general.architecture");
     if (!arch) return fail("metadata 'general.architecture' is missing");
     // Llama 2/3, TinyLlama, SmolLM2 and Mistral-style files all declare "llama".
-    if (*arch != "llama")
-        return fail("unsupported architecture '" + *arch + "' (supported: llama)");
+    const arch_traits *traits = nullptr;
+    for (const arch_traits &a : kArchs)
+        if (*arch == a.name) traits = &a;
+    if (!traits) return fail("unsupported architecture '" + *arch + "' (supported: " + supported_architectures() + ")");
     hp_.arch = *arch;
+    hp_.rope_neox = traits->rope_neox;
     const std::string p = *arch + ".";
 
     auto req_int = [&](const std::string &key, int &out) {
@@ -91,6 +111,10 @@ bool llama_model::init(const load_options &opts, std::string &err) {
                     std::to_string(hp_.head_dim));
     if (auto v = f.get_float(p + "rope.freq_base")) hp_.rope_theta = static_cast<float>(*v);
     if (auto v = f.get_float(p + "attention.layer_norm_rms_epsilon")) hp_.rms_eps = static_cast<float>(*v);
+    // a window the file declares would need a mask this engine does not build
+    if (auto sw = f.get_uint(p + "attention.sliding_window"); sw && *sw > 0 && *sw < static_cast<uint64_t>(hp_.n_ctx_train))
+        return fail("sliding-window attention (" + p + "attention.sliding_window = " + std::to_string(*sw) +
+                    ") is not supported");
     if (auto st = f.get_string(p + "rope.scaling.type"); st && *st != "none") {
         if (*st != "linear") return fail("unsupported rope scaling type '" + *st + "' (supported: none, linear)");
         auto factor = f.get_float(p + "rope.scaling.factor");
@@ -173,6 +197,10 @@ bool llama_model::init(const load_options &opts, std::string &err) {
             !matrix(b + "attn_q.weight", hp_.n_embd, hp_.n_q(), l.wq) ||
             !matrix(b + "attn_k.weight", hp_.n_embd, hp_.n_kv(), l.wk) ||
             !matrix(b + "attn_v.weight", hp_.n_embd, hp_.n_kv(), l.wv) ||
+            (traits->qkv_bias && (!vec(b + "attn_q.bias", hp_.n_q(), l.bq) || !vec(b + "attn_k.bias", hp_.n_kv(), l.bk) ||
+                                  !vec(b + "attn_v.bias", hp_.n_kv(), l.bv))) ||
+            (traits->qk_norm && (!vec(b + "attn_q_norm.weight", hp_.head_dim, l.q_norm) ||
+                                 !vec(b + "attn_k_norm.weight", hp_.head_dim, l.k_norm))) ||
             !matrix(b + "attn_output.weight", hp_.n_q(), hp_.n_embd, l.wo) ||
             !vec(b + "ffn_norm.weight", hp_.n_embd, l.ffn_norm) ||
             !matrix(b + "ffn_gate.weight", hp_.n_embd, hp_.n_ff, l.w_gate) ||

@@ -1,5 +1,10 @@
-// A LLaMA-family model as GGUF describes it: hyperparameters from the metadata, weights used
-// in place from the mapped file or, when asked, converted at load into another format.
+// A decoder-only model of the LLaMA family as GGUF describes it: hyperparameters from the
+// metadata, weights used in place from the mapped file or, when asked, converted at load into
+// another format. general.architecture selects the variant:
+//   llama  LLaMA 1/2/3 (Llama 3's RoPE through rope_freqs.weight), SmolLM2, TinyLlama, Mistral 7B
+//   qwen2  Qwen 2 / 2.5: biases on q, k and v; NeoX RoPE
+//   qwen3  Qwen 3 (dense): RMS norms on each head of q and k before RoPE; NeoX RoPE
+// Others are refused by name (supported_architectures()).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +32,8 @@ struct llama_hparams {
     float rope_theta = 10000.0f;
     float rope_freq_scale = 1.0f; // linear RoPE scaling: positions multiplied by this
     float rms_eps = 1e-5f;
+    // RoPE pairs: false, dims (2i, 2i+1) (llama); true, dims (i, i + n_rot/2) (NeoX: qwen2, qwen3)
+    bool rope_neox = false;
 
     int n_q() const { return n_head * head_dim; }     // width of the query projection
     int n_kv() const { return n_head_kv * head_dim; } // width of a K or V row
@@ -60,12 +67,17 @@ struct llama_layer {
     const float *attn_norm;  // (n_embd,)
     weight_matrix wq;        // (n_q, n_embd)
     weight_matrix wk, wv;    // (n_kv, n_embd)
+    const float *bq = nullptr, *bk = nullptr, *bv = nullptr; // (n_q,), (n_kv,), (n_kv,): qwen2
+    const float *q_norm = nullptr, *k_norm = nullptr;        // (head_dim,), each head's: qwen3
     weight_matrix wo;        // (n_embd, n_q)
     const float *ffn_norm;   // (n_embd,)
     weight_matrix w_gate;    // (n_ff, n_embd)
     weight_matrix w_up;      // (n_ff, n_embd)
     weight_matrix w_down;    // (n_embd, n_ff)
 };
+
+// "llama, qwen2, qwen3"
+const char *supported_architectures();
 
 class llama_model {
 public:

@@ -37,6 +37,22 @@ void rope_norm(float *x, int head_dim, int n_rot, int pos, float theta_base, flo
     }
 }
 
+void rope_neox(float *x, int head_dim, int n_rot, int pos, float theta_base, float freq_scale,
+               const float *freq_factors) {
+    const float theta_scale = std::pow(theta_base, -2.0f / static_cast<float>(n_rot));
+    const int half = n_rot / 2;
+    float theta = static_cast<float>(pos);
+    for (int i = 0; i < half && i + half < head_dim; ++i) {
+        const float ff = freq_factors ? freq_factors[i] : 1.0f;
+        const float angle = freq_scale * (theta / ff);
+        const float c = std::cos(angle), s = std::sin(angle);
+        const float x0 = x[i], x1 = x[i + half];
+        x[i] = std::fma(x0, c, -(x1 * s));
+        x[i + half] = std::fma(x0, s, x1 * c);
+        theta *= theta_scale;
+    }
+}
+
 namespace {
 float from_bits(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
 uint32_t to_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }

@@ -17,6 +17,9 @@ void rms_norm(const float *x, const float *w, float *y, int n, float eps);
 // in the common case; powf per pair would differ in the last ulp.
 void rope_norm(float *x, int head_dim, int n_rot, int pos, float theta_base, float freq_scale,
                const float *freq_factors);
+// The same rotation on NeoX's pairs (x[i], x[i + n_rot/2]) for i < n_rot/2 (Qwen, Gemma, Phi-3).
+void rope_neox(float *x, int head_dim, int n_rot, int pos, float theta_base, float freq_scale,
+               const float *freq_factors);
 
 // e^x by range reduction x = n ln2 + b, e^x = 2^n (1 + p(b)), p a degree-5 minimax polynomial
 // (the Arm optimized-routines expf, which ggml's SIMD kernels also use): max error ~1.5 ulp.

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "engine/fp16.h"
+#include "engine/ops.h"
 #include "engine/quants_k.h"
 #include "engine/simd_avx2.h"
 
@@ -186,11 +187,12 @@ float dot_q8_0_q8_0_ref(int64_t n, const void *wv, const void *xv) {
     return sum;
 }
 
+// F16 weights sum in ggml_vec_dot_f16's order (ops.h's dot_f16_lanes), the one llama.cpp uses
+// for a matrix against one activation row: a decoded token's, and the output row of a prompt.
+// (llama.cpp takes a multi-row product through its tiled GEMM instead, so its prompt results
+// for F16 matrices depend on the batch; ours do not, and are within tolerance there.)
 float dot_f16_f16_ref(int64_t n, const void *wv, const void *xv) {
-    const uint16_t *w = static_cast<const uint16_t *>(wv), *x = static_cast<const uint16_t *>(xv);
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n; ++i) sum += fp16_to_fp32(w[i]) * fp16_to_fp32(x[i]);
-    return sum;
+    return dot_f16_lanes_ref(static_cast<int>(n), static_cast<const uint16_t *>(wv), static_cast<const uint16_t *>(xv));
 }
 
 float dot_f32_f32_ref(int64_t n, const void *wv, const void *xv) {
@@ -362,18 +364,8 @@ AS_FORMAT(q4_1, q8_1, block_q4_1, k_q4_1, cols_min)
 AS_FORMAT(q5_1, q8_1, block_q5_1, k_q5_1, cols_min)
 #undef AS_FORMAT
 
-AS_AVX2 float dot_f16_f16_avx2(int64_t n, const void *wv, const void *xv) {
-    const uint16_t *w = static_cast<const uint16_t *>(wv), *x = static_cast<const uint16_t *>(xv);
-    __m256 acc = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m256 a = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(w + i)));
-        const __m256 b = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(x + i)));
-        acc = _mm256_fmadd_ps(a, b, acc);
-    }
-    float sum = hsum8(acc);
-    for (; i < n; ++i) sum += h2f(w[i]) * h2f(x[i]);
-    return sum;
+float dot_f16_f16_avx2(int64_t n, const void *wv, const void *xv) {
+    return dot_f16_lanes_avx2(static_cast<int>(n), static_cast<const uint16_t *>(wv), static_cast<const uint16_t *>(xv));
 }
 
 AS_AVX2 float dot_f32_f32_avx2(int64_t n, const void *wv, const void *xv) {

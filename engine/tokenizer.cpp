@@ -44,6 +44,10 @@ constexpr const char *kGpt2 =
 constexpr const char *kLlama3 =
     "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
     "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+// Qwen 2 / 2.5 / 3: Llama 3's pattern with single digits
+constexpr const char *kQwen2 =
+    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+    "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 struct pre_family {
     std::vector<const char *> names;   // tokenizer.ggml.pre values
@@ -61,6 +65,7 @@ const std::vector<pre_family> &pre_families() {
          {"\\p{N}", kGpt2}, false, false},
         {{"gpt-2", "gpt2", "phi-2", "mpt", "olmo"}, {kGpt2}, false, false},
         {{"llama3", "llama-v3", "llama-bpe", "falcon3"}, {kLlama3}, true, true},
+        {{"qwen2", "deepseek-r1-qwen"}, {kQwen2}, false, false},
         {{"default", ""},
          {"[\\p{P}\\$\\+<=>\\^~\\|]+", kGpt2, "\\p{N}+", "[0-9][0-9][0-9]"}, false, false},
     };
@@ -205,7 +210,7 @@ std::unique_ptr<tokenizer> tokenizer::from_gguf(const gguf_file &file, std::stri
     if (!family) {
         err = where + "unknown pre-tokenizer '" + t->pre_name_ +
               "' (tokenizer.ggml.pre); supported: smollm, starcoder, refact, command-r, codeshell, "
-              "exaone, minerva, gpt-2, phi-2, mpt, olmo, llama3, llama-bpe, falcon3, default";
+              "exaone, minerva, gpt-2, phi-2, mpt, olmo, llama3, llama-bpe, falcon3, qwen2, default";
         return nullptr;
     }
     t->pre_ = std::make_unique<regex_chain>();

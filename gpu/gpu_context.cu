@@ -201,6 +201,11 @@ void gpu_context::impl::plan_scratch(arena &a) {
 bool gpu_context::impl::init(std::string &err) {
     const llama_hparams &hp = model.hparams();
     const std::string gpu = "GPU " + std::to_string(device) + ": ";
+    // the CUDA forward pass is LLaMA's: no biases, head norms or NeoX rotation (yet)
+    if (hp.arch != "llama") {
+        err = gpu + "architecture '" + hp.arch + "' runs on the CPU only (the CUDA backend runs llama)";
+        return false;
+    }
 
     // --- host side: the slots' normalized params and layout ---
     n_vocab = hp.n_vocab;

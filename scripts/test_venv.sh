@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create the Python environment the network tests use: .venv-test/ with the
-# official openai client and Playwright for Python, at pinned versions.
+# official openai client and Playwright for Python, and the gguf package (with numpy) that
+# writes the tiny models of tests/engine/test_arch.cpp, at pinned versions.
 #
 # Playwright's own browser builds are not downloaded: the page test drives
 # Debian's /usr/bin/chromium (package chromium, installed by scripts/setup.sh).
@@ -18,6 +19,8 @@ VENV=".venv-test"
 PINS=(
   "openai==3.51.0"
   "playwright==1.65.2"
+  "gguf==0.19.0"
+  "numpy==2.4.6"
 )
 STAMP="${VENV}/.pins"
 PYTHON="${PYTHON:-python3}"
@@ -28,7 +31,7 @@ die() { printf 'test-venv: error: %s\n' "$*" >&2; exit 1; }
 wanted="$(printf '%s\n' "${PINS[@]}")"
 
 if [[ -x "${VENV}/bin/python" && -f "$STAMP" && "$(cat "$STAMP")" == "$wanted" ]] \
-   && "${VENV}/bin/python" -c 'import openai, playwright.sync_api' 2>/dev/null; then
+   && "${VENV}/bin/python" -c 'import openai, playwright.sync_api, gguf, numpy' 2>/dev/null; then
   say "${VENV}: ${PINS[*]} present"
   exit 0
 fi
@@ -47,7 +50,7 @@ say "installing ${PINS[*]} from PyPI"
 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
   "${VENV}/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "${PINS[@]}" \
   || die "pip install of ${PINS[*]} failed"
-"${VENV}/bin/python" -c 'import openai, playwright.sync_api' \
+"${VENV}/bin/python" -c 'import openai, playwright.sync_api, gguf, numpy' \
   || die "the installed packages do not import"
 printf '%s\n' "$wanted" > "$STAMP"
 

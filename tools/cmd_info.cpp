@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/gguf.h"
+#include "engine/matmul.h"
 #include "engine/quants.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
@@ -38,6 +39,20 @@ int cmd_info(const model_options &o) {
         for (const weight_matrix *w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) count_held(*w);
     std::string held;
     for (const auto &[name, count] : held_counts) held += (held.empty() ? "" : ", ") + name + " " + std::to_string(count);
+    // what the engine does with each type of matrix it holds, at this CPU's kernel level
+    std::map<std::string, std::string> plans;
+    auto plan = [&](const weight_matrix &w) {
+        const tile_kernel_info tk = tile_kernel(w.type);
+        std::string p = std::string("x ") + tensor_type_name(activation_type(w.type)) + " activations, ";
+        p += tk.fn ? std::to_string(tk.rows) + "x" + std::to_string(tk.cols) + " register tiles from " +
+                         std::to_string(kMinTileTokens) + " tokens, the one-row kernel below"
+                   : std::string("the one-row kernel");
+        plans[tensor_type_name(w.type)] = p;
+    };
+    plan(model.token_embd());
+    plan(model.output());
+    for (const llama_layer &l : model.layers())
+        for (const weight_matrix *w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) plan(*w);
 
     std::string tmpl_desc;
     if (const auto t = load_template(model, err)) {
@@ -49,7 +64,8 @@ int cmd_info(const model_options &o) {
 
     std::printf("file:            %s (%.1f MB, GGUF v%u)\n", f.path().c_str(), static_cast<double>(f.file_size()) / 1e6, f.version());
     std::printf("name:            %s\n", f.get_string("general.name").value_or("(none)").c_str());
-    std::printf("architecture:    %s\n", hp.arch.c_str());
+    std::printf("architecture:    %s (%s RoPE%s%s)\n", hp.arch.c_str(), hp.rope_neox ? "NeoX" : "LLaMA",
+                model.layers().front().bq ? ", q/k/v biases" : "", model.layers().front().q_norm ? ", q/k head norms" : "");
     std::printf("parameters:      %.1f M\n", static_cast<double>(n_params) / 1e6);
     std::printf("context (train): %d\n", hp.n_ctx_train);
     std::printf("embedding:       %d\n", hp.n_embd);
@@ -63,6 +79,7 @@ int cmd_info(const model_options &o) {
     std::printf("tensors:         %zu (%s)\n", f.tensors().size(), types.c_str());
     std::printf("weights:         %.1f MB read per token\n", static_cast<double>(model.weight_bytes()) / 1e6);
     std::printf("weight format:   %s (matrices %s)\n", weight_format_name(model.weights()), held.c_str());
+    for (const auto &[name, p] : plans) std::printf("  %-6s         %s\n", name.c_str(), p.c_str());
     std::printf("weight memory:   %.1f MB (%.1f MB converted, %.1f MB in place in the file)\n",
                 static_cast<double>(model.resident_weight_bytes()) / 1e6,
                 static_cast<double>(model.owned_weight_bytes()) / 1e6,
