@@ -5,6 +5,7 @@
 #include <xmmintrin.h>
 
 #include "engine/quants.h"
+#include "engine/quants_k.h"
 
 namespace actorserve {
 
@@ -61,7 +62,8 @@ void matmul(std::span<const matmul_out> outs, const float *x, int64_t n_tok, thr
     const float *xd = scaled ? scratch.xd.data() : nullptr;
 
     const uint8_t *xqd = xq.data();
-    const tile_kernel_info tk = scaled ? tile_kernel(w0.type) : tile_kernel_info{};
+    const bool k_quant = at == tensor_type::q8_k; // the token's scale is a float in its block
+    const tile_kernel_info tk = scaled || k_quant ? tile_kernel(w0.type) : tile_kernel_info{};
     const bool tiled = tk.fn != nullptr && n_tok >= kMinTileTokens;
     // The group's work units, matrix after matrix: rows (one-row kernel) or tiles of tk.rows rows.
     const int64_t unit_rows = tiled ? tk.rows : 1;
@@ -103,9 +105,12 @@ void matmul(std::span<const matmul_out> outs, const float *x, int64_t n_tok, thr
     // the kernels that take signed weights as unsigned
     const int64_t nb = n_in / QK;
     const size_t sts = static_cast<size_t>(n_tok + kTileOut);
-    if (scratch.xt.size() < 2 * nb * sts) scratch.xt.resize(2 * nb * sts);
-    transpose_scales(xd, n_tok, nb, scratch.xt.data(), sts);
-    const float *xt = scratch.xt.data();
+    const float *xt = nullptr;
+    if (scaled) {
+        if (scratch.xt.size() < 2 * nb * sts) scratch.xt.resize(2 * nb * sts);
+        transpose_scales(xd, n_tok, nb, scratch.xt.data(), sts);
+        xt = scratch.xt.data();
+    }
     const int32_t *xc = nullptr;
     if (tk.offset != 0) {
         const size_t n_xc = static_cast<size_t>(n_tok * nb * 8);
@@ -115,7 +120,7 @@ void matmul(std::span<const matmul_out> outs, const float *x, int64_t n_tok, thr
     }
     const size_t xc_row = static_cast<size_t>(nb * 8);
     pool.parallel_for_dynamic(n_units, grain(n_units, pool), [&](int64_t u0, int64_t u1) {
-        float out[kZmmTileRows > kTileRows ? kZmmTileRows * kTileOut : kTileRows * kTileOut];
+        float out[std::max({kZmmTileRows, kTileRows, kKTileRowsWide}) * kTileOut];
         for (int64_t tb = 0; tb < n_tok; tb += kTokenBlock) {
             const int64_t te = std::min<int64_t>(n_tok, tb + kTokenBlock);
             for (int64_t u = u0, k = units.find(u0, 0); u < u1; ++u) {
@@ -128,7 +133,7 @@ void matmul(std::span<const matmul_out> outs, const float *x, int64_t n_tok, thr
                 if (r + kPrefetchRows + tk.rows <= w.n_out) prefetch(rows + kPrefetchRows * w.row_bytes, tk.rows * w.row_bytes);
                 for (int64_t t = tb; t < te; t += tk.cols) {
                     const int nc = static_cast<int>(std::min<int64_t>(tk.cols, te - t));
-                    tk.fn(n_in, rows, w.row_bytes, nr, xqd + static_cast<size_t>(t) * x_row, x_row, xt + t, sts,
+                    tk.fn(n_in, rows, w.row_bytes, nr, xqd + static_cast<size_t>(t) * x_row, x_row, xt ? xt + t : nullptr, sts,
                           xc ? xc + static_cast<size_t>(t) * xc_row : nullptr, nc, out);
                     for (int c = 0; c < nc; ++c)
                         for (int i = 0; i < nr; ++i) y[(t + c) * w.n_out + r + i] = out[i * kTileOut + c];

@@ -586,11 +586,18 @@ tile_kernel_info tile_kernel(tensor_type weight) {
         case tensor_type::q8_0: return {tile_q8_0_q8_0_zmm, kZmmTileRows, kZmmTileCols, 128};
         case tensor_type::q5_0: return {tile_q5_0_q8_0_zmm, kZmmTileRows, kZmmTileCols, 16};
         case tensor_type::q5_1: return {tile_q5_1_q8_1_zmm, kZmmTileRows, kZmmTileCols, 0};
-        default: return {};
+        default: break; // the K-quants below
         }
     }
     if (isa == simd_isa::ref) return {};
     const bool wide = isa == simd_isa::avx512;
+    const bool evex = isa >= simd_isa::avx512; // the K tiles' 32-register build on both AVX-512 levels
+    switch (weight) {
+    case tensor_type::q4_k: return {evex ? tile_q4_k_q8_k_avx512 : tile_q4_k_q8_k_avx2, evex ? kKTileRowsWide : kKTileRows, kKTileCols, 0};
+    case tensor_type::q5_k: return {evex ? tile_q5_k_q8_k_avx512 : tile_q5_k_q8_k_avx2, evex ? kKTileRowsWide : kKTileRows, kKTileCols, 0};
+    case tensor_type::q6_k: return {evex ? tile_q6_k_q8_k_avx512 : tile_q6_k_q8_k_avx2, evex ? kKTileRowsWide : kKTileRows, kKTileCols, 0};
+    default: break;
+    }
     switch (weight) {
     case tensor_type::q4_0: return {wide ? tile_q4_0_q8_0_avx512 : tile_q4_0_q8_0_avx2, kTileRows, kTileCols, 0};
     case tensor_type::q4_1: return {wide ? tile_q4_1_q8_1_avx512 : tile_q4_1_q8_1_avx2, kTileRows, kTileCols, 0};

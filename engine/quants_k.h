@@ -16,6 +16,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "engine/quants.h"
+
 namespace actorserve {
 
 constexpr int QK_K = 256; // elements per K-quant super-block
@@ -65,5 +67,20 @@ float dot_q5_1_q8_1_avx2(int64_t n, const void *w, const void *x);
 float dot_q4_k_q8_k_avx2(int64_t n, const void *w, const void *x);
 float dot_q5_k_q8_k_avx2(int64_t n, const void *w, const void *x);
 float dot_q6_k_q8_k_avx2(int64_t n, const void *w, const void *x);
+
+// Register tiles (tile_k.cpp), the tile_fn of quants.h for Q8_K tokens (xt, sts and xc unused:
+// the token's scale is a float in its block): up to kKTileRows (AVX2) or kKTileRowsWide
+// (AVX-512VL, 32 registers) rows x kKTileCols tokens, each output the one-row kernel's bits.
+constexpr int kKTileRows = 2, kKTileRowsWide = 4, kKTileCols = 4;
+#define AS_KTILE_DECL(NAME) \
+    void NAME(int64_t n, const void *w, size_t ws, int nr, const void *x, size_t xs, const float *xt, size_t sts, \
+              const int32_t *xc, int nc, float *out);
+AS_KTILE_DECL(tile_q4_k_q8_k_avx2)
+AS_KTILE_DECL(tile_q5_k_q8_k_avx2)
+AS_KTILE_DECL(tile_q6_k_q8_k_avx2)
+AS_KTILE_DECL(tile_q4_k_q8_k_avx512)
+AS_KTILE_DECL(tile_q5_k_q8_k_avx512)
+AS_KTILE_DECL(tile_q6_k_q8_k_avx512)
+#undef AS_KTILE_DECL
 
 } // namespace actorserve

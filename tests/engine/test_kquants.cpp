@@ -320,3 +320,47 @@ TEST_CASE("kquants: Q8_K maps the largest magnitude to -127, keeps sums, rounds 
             CHECK(std::fabs(x[static_cast<size_t>(256 * b + j)] - y[b].qs[j] * y[b].d) <= 0.5f * std::fabs(y[b].d) * 1.0001f);
     }
 }
+
+TEST_CASE("kquants: K-quant register tiles give every output the one-row kernel's bits, at every shape") {
+    if (!cpu_has_avx2()) {
+        MESSAGE("SKIPPED: no AVX2");
+        return;
+    }
+    struct kernel { const char *name; bool ok; tile_fn q4, q5, q6; int rows; };
+    const kernel kernels[] = {
+        {"avx2", true, tile_q4_k_q8_k_avx2, tile_q5_k_q8_k_avx2, tile_q6_k_q8_k_avx2, kKTileRows},
+        {"avx512", cpu_has_avx512(), tile_q4_k_q8_k_avx512, tile_q5_k_q8_k_avx512, tile_q6_k_q8_k_avx512, kKTileRowsWide}};
+    for (tensor_type t : {tensor_type::q4_k, tensor_type::q5_k, tensor_type::q6_k})
+        for (int64_t n : kSizesK) {
+            CAPTURE(tensor_type_name(t));
+            CAPTURE(n);
+            const size_t ws = row_bytes(t, n), xs = row_bytes(tensor_type::q8_k, n);
+            std::vector<uint8_t> w, x;
+            for (int r = 0; r < kKTileRowsWide; ++r) {
+                const std::vector<uint8_t> row = random_row(t, n, 300 + static_cast<uint64_t>(r));
+                w.insert(w.end(), row.begin(), row.end());
+            }
+            for (int c = 0; c < kKTileCols; ++c) {
+                const std::vector<uint8_t> xc = activations(t, wave(n, 0.7f * static_cast<float>(c)));
+                x.insert(x.end(), xc.begin(), xc.end());
+            }
+            const dot_fn one = dot_kernel(t);
+            for (const kernel &k : kernels) {
+                if (!k.ok) continue;
+                CAPTURE(k.name);
+                const tile_fn fn = t == tensor_type::q4_k ? k.q4 : t == tensor_type::q5_k ? k.q5 : k.q6;
+                for (int nr = 1; nr <= k.rows; ++nr)
+                    for (int nc = 1; nc <= kKTileCols; ++nc) {
+                        float out[kKTileRowsWide * kTileOut];
+                        fn(n, w.data(), ws, nr, x.data(), xs, nullptr, 0, nullptr, nc, out);
+                        int mismatches = 0;
+                        for (int r = 0; r < nr; ++r)
+                            for (int c = 0; c < nc; ++c)
+                                mismatches += !same_bits(out[r * kTileOut + c], one(n, w.data() + r * ws, x.data() + c * xs));
+                        CAPTURE(nr);
+                        CAPTURE(nc);
+                        CHECK(mismatches == 0);
+                    }
+            }
+        }
+}
