@@ -108,7 +108,7 @@ void dequantize_row_q6_k(const block_q6_k *x, float *y, int64_t n) {
 
 // ---- Q8_K activations -------------------------------------------------------------------------
 
-void quantize_row_q8_k(const float *x, block_q8_k *y, int64_t n) {
+void quantize_row_q8_k_ref(const float *x, block_q8_k *y, int64_t n) {
     assert(n % QK_K == 0);
     for (int64_t b = 0; b < n / QK_K; ++b, x += QK_K) {
         float amax = 0.0f, max = 0.0f;
@@ -128,6 +128,59 @@ void quantize_row_q8_k(const float *x, block_q8_k *y, int64_t n) {
         }
         y[b].d = 1.0f / iscale;
     }
+}
+
+// 8 lanes at a time: |x|'s maximum is exact in any order, the first element reaching it is
+// found by a compare, and each quant is one multiply and a round to even: the reference's bytes.
+__attribute__((target("avx2,fma,f16c"))) void quantize_row_q8_k_avx2(const float *x, block_q8_k *y, int64_t n) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t b = 0; b < n / QK_K; ++b, x += QK_K) {
+        __m256 m = _mm256_setzero_ps();
+        for (int j = 0; j < QK_K; j += 8) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)));
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float amax = _mm_cvtss_f32(m4);
+        if (amax == 0.0f) {
+            std::memset(&y[b], 0, sizeof(block_q8_k));
+            continue;
+        }
+        int first = 0;
+        for (int j = 0; j < QK_K; j += 8) {
+            const int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)), _mm256_set1_ps(amax), _CMP_EQ_OQ));
+            if (hit) {
+                first = j + __builtin_ctz(static_cast<unsigned>(hit));
+                break;
+            }
+        }
+        const float iscale = -127.0f / x[first];
+        const __m256 vs = _mm256_set1_ps(iscale);
+        for (int j = 0; j < QK_K; j += 32) {
+            __m256i i[4];
+            for (int k = 0; k < 4; ++k)
+                i[k] = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(vs, _mm256_loadu_ps(x + j + 8 * k)),
+                                                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)),
+                                        _mm256_set1_epi32(127));
+            const __m256i a = _mm256_packs_epi32(i[0], i[1]), c = _mm256_packs_epi32(i[2], i[3]);
+            const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(a, c), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            _mm256_storeu_si256(reinterpret_cast<__m256i *>(y[b].qs + j), bytes);
+        }
+        for (int k = 0; k < QK_K / 16; ++k) {
+            // 16 bytes -> 16 int16 -> pairwise sums -> one int
+            const __m256i w = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(y[b].qs + 16 * k)));
+            __m256i s = _mm256_madd_epi16(w, _mm256_set1_epi16(1));
+            __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+            y[b].bsums[k] = static_cast<int16_t>(_mm_cvtsi128_si32(s4));
+        }
+        y[b].d = 1.0f / iscale;
+    }
+}
+
+void quantize_row_q8_k(const float *x, block_q8_k *y, int64_t n) {
+    assert(n % QK_K == 0);
+    use_avx2() ? quantize_row_q8_k_avx2(x, y, n) : quantize_row_q8_k_ref(x, y, n);
 }
 
 // ---- reference dots ---------------------------------------------------------------------------

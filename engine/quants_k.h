@@ -55,6 +55,8 @@ void dequantize_row_q6_k(const block_q6_k *x, float *y, int64_t n);
 // Activations x (n,) -> Q8_K: d = max / -127 with max the element of largest magnitude (the
 // first on a tie), q = min(127, round_to_even(x * -127 / max)), byte for byte ggml's.
 void quantize_row_q8_k(const float *x, block_q8_k *y, int64_t n);
+void quantize_row_q8_k_ref(const float *x, block_q8_k *y, int64_t n);  // the two behind it,
+void quantize_row_q8_k_avx2(const float *x, block_q8_k *y, int64_t n); // every byte the same
 
 // Dots, w a weight row, x an activation row of the paired format (n elements).
 float dot_q5_0_q8_0_ref(int64_t n, const void *w, const void *x);

@@ -364,3 +364,22 @@ TEST_CASE("kquants: K-quant register tiles give every output the one-row kernel'
             }
         }
 }
+
+TEST_CASE("kquants: the AVX2 Q8_K quantizer writes the reference's bytes, ties and extremes too") {
+    if (!cpu_has_avx2()) {
+        MESSAGE("SKIPPED: no AVX2");
+        return;
+    }
+    for (int variant = 0; variant < 4; ++variant) {
+        std::vector<float> x = wave(1024, 0.1f * static_cast<float>(variant));
+        if (variant == 1) x[17] = -9.0f, x[200] = 9.0f;                     // a tie: the first decides
+        if (variant == 2) std::fill(x.begin() + 256, x.begin() + 512, 0.0f); // an all-zero block
+        if (variant == 3)
+            for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i % 255) - 127) * 0.5f; // halves
+        std::vector<block_q8_k> a(4), b(4);
+        quantize_row_q8_k_ref(x.data(), a.data(), 1024);
+        quantize_row_q8_k_avx2(x.data(), b.data(), 1024);
+        CAPTURE(variant);
+        CHECK(std::memcmp(a.data(), b.data(), 4 * sizeof(block_q8_k)) == 0);
+    }
+}
