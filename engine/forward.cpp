@@ -204,6 +204,7 @@ void llama_context::attention(std::span<const batch_token> batch, int il) {
             for (int g = 0; g < group; ++g) {
                 float *sg = sc + static_cast<size_t>(g) * n_ctx_pad_;
                 std::fill(sg + n_keys, sg + n_use, -INFINITY);
+                if (hp.n_swa > 0 && n_keys > hp.n_swa) std::fill(sg, sg + (n_keys - hp.n_swa), -INFINITY); // before the window
                 softmax(sg, n_use, scale);
                 convert_row_f16(sg, ph + static_cast<size_t>(g) * n_ctx_pad_, n_use);
             }

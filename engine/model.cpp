@@ -111,10 +111,8 @@ bool llama_model::init(const load_options &opts, std::string &err) {
                     std::to_string(hp_.head_dim));
     if (auto v = f.get_float(p + "rope.freq_base")) hp_.rope_theta = static_cast<float>(*v);
     if (auto v = f.get_float(p + "attention.layer_norm_rms_epsilon")) hp_.rms_eps = static_cast<float>(*v);
-    // a window the file declares would need a mask this engine does not build
-    if (auto sw = f.get_uint(p + "attention.sliding_window"); sw && *sw > 0 && *sw < static_cast<uint64_t>(hp_.n_ctx_train))
-        return fail("sliding-window attention (" + p + "attention.sliding_window = " + std::to_string(*sw) +
-                    ") is not supported");
+    // a window the file declares, on every layer (Mistral 7B v0.1's 4096)
+    if (f.find(p + "attention.sliding_window") && !req_int(p + "attention.sliding_window", hp_.n_swa)) return false;
     if (auto st = f.get_string(p + "rope.scaling.type"); st && *st != "none") {
         if (*st != "linear") return fail("unsupported rope scaling type '" + *st + "' (supported: none, linear)");
         auto factor = f.get_float(p + "rope.scaling.factor");

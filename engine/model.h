@@ -34,6 +34,9 @@ struct llama_hparams {
     float rms_eps = 1e-5f;
     // RoPE pairs: false, dims (2i, 2i+1) (llama); true, dims (i, i + n_rot/2) (NeoX: qwen2, qwen3)
     bool rope_neox = false;
+    // attention.sliding_window: a token attends to itself and the n_swa - 1 positions before it
+    // (0: the whole context)
+    int n_swa = 0;
 
     int n_q() const { return n_head * head_dim; }     // width of the query projection
     int n_kv() const { return n_head_kv * head_dim; } // width of a K or V row

@@ -32,7 +32,7 @@ std::vector<uint8_t> f32_bytes(uint64_t n, float seed) {
 // `retype` gives one tensor another type id.
 std::string write_tiny_model(const std::string &arch = "llama", const std::string &skip = "",
                              const std::string &retype = "", uint32_t retype_to = 0,
-                             uint64_t head_count = 2, uint64_t wrong_q_rows = 0) {
+                             uint64_t head_count = 2, uint64_t wrong_q_rows = 0, uint32_t sliding_window = 0) {
     gguf_writer w;
     const std::string p = arch + ".";
     w.kv("general.architecture", meta::str(arch));
@@ -43,6 +43,7 @@ std::string write_tiny_model(const std::string &arch = "llama", const std::strin
     w.kv(p + "attention.head_count", meta::u32(static_cast<uint32_t>(head_count)));
     w.kv(p + "attention.head_count_kv", meta::u32(1));
     w.kv(p + "attention.layer_norm_rms_epsilon", meta::f32(1e-5f));
+    if (sliding_window) w.kv(p + "attention.sliding_window", meta::u32(sliding_window));
     auto add = [&](const std::string &name, std::vector<uint64_t> dims, float seed) {
         if (name == skip) return;
         uint64_t n = 1;
@@ -140,4 +141,27 @@ TEST_CASE("model: a missing or corrupt file is reported, not crashed on") {
     { std::ofstream(path, std::ios::binary | std::ios::trunc) << "GGUF\x03"; }
     const std::string e = load_error(path);
     CHECK(e.find("truncated file") != std::string::npos);
+}
+
+TEST_CASE("model: a declared sliding window hides the tokens before it, and only those") {
+    // one layer: the last token's logits depend on the window's tokens alone
+    auto last_logits = [](const std::string &path, std::vector<int32_t> tokens) {
+        std::string err;
+        auto m = llama_model::load(path, err);
+        REQUIRE_MESSAGE(m, err);
+        context_params cp;
+        cp.n_ctx = 32;
+        cp.n_threads = 1;
+        llama_context ctx(*m, cp);
+        REQUIRE_MESSAGE(ctx.eval(tokens, err), err);
+        return std::vector<float>(ctx.logits().begin(), ctx.logits().end());
+    };
+    const std::vector<int32_t> a{1, 2, 3, 4, 5, 6}, b{7, 2, 3, 4, 5, 6}, c{1, 2, 3, 7, 5, 6};
+    const std::string windowed = write_tiny_model("llama", "", "", 0, 2, 0, /*sliding_window=*/3);
+    const std::string full = write_tiny_model("llama");
+    CHECK(last_logits(windowed, a) == last_logits(windowed, b)); // token 0 is outside the window
+    CHECK(last_logits(windowed, a) != last_logits(windowed, c)); // token 3 is inside it
+    CHECK(last_logits(full, a) != last_logits(full, b));
+    std::remove(windowed.c_str());
+    std::remove(full.c_str());
 }
