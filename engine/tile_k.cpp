@@ -65,97 +65,23 @@ AS_AVX2_INLINE __m256i step_scale(const int8_t *sc, int i) {
     return _mm256_set_m128i(_mm_set1_epi16(sc[s + 1]), _mm_set1_epi16(sc[s]));
 }
 
-#define AS_KTILE_BODY                                                                                               \
-    using F = kformat<W>;                                                                                          \
-    __m256 acc[R][C];                                                                                              \
-    __m128 acc_m[R][C];                                                                                            \
-    float mins[R][C];                                                                                              \
-    for (int r = 0; r < R; ++r)                                                                                    \
-        for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps(), acc_m[r][c] = _mm_setzero_ps(), mins[r][c] = 0.0f; \
-    const W *wr[R];                                                                                                \
-    const block_q8_k *xc[C];                                                                                       \
-    for (int r = 0; r < R; ++r) wr[r] = reinterpret_cast<const W *>(w + r * ws);                                   \
-    for (int c = 0; c < C; ++c) xc[c] = reinterpret_cast<const block_q8_k *>(x + c * xs);                          \
-    for (int64_t b = 0; b < nb; ++b) {                                                                             \
-        alignas(16) uint8_t sm[R][16];                                                                             \
-        if constexpr (F::kMins)                                                                                    \
-            for (int r = 0; r < R; ++r) k_scales(wr[r][b].scales, sm[r]);                                          \
-        __m256i sumi[R][C];                                                                                        \
-        _Pragma("GCC unroll 4") for (int r = 0; r < R; ++r)                                                        \
-            _Pragma("GCC unroll 4") for (int c = 0; c < C; ++c) sumi[r][c] = _mm256_setzero_si256();               \
-        for (int i = 0; i < 8; ++i) {                                                                              \
-            __m256i q[R], s[R];                                                                                    \
-            _Pragma("GCC unroll 4") for (int r = 0; r < R; ++r) {                                                  \
-                q[r] = F::quants(wr[r][b], i);                                                                  \
-                if constexpr (F::kMins) s[r] = step_scale(sm[r], i);                                               \
-                else s[r] = step_scale(wr[r][b].scales, i);                                                        \
-            }                                                                                                      \
-            _Pragma("GCC unroll 4") for (int c = 0; c < C; ++c) {                                                  \
-                const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xc[c][b].qs + 32 * i));    \
-                __m256i x32 = _mm256_setzero_si256();                                                              \
-                if constexpr (F::kOffset) x32 = _mm256_maddubs_epi16(_mm256_set1_epi8(32), xv);                    \
-                _Pragma("GCC unroll 4") for (int r = 0; r < R; ++r) {                                              \
-                    __m256i p = _mm256_maddubs_epi16(q[r], xv);                                                    \
-                    if constexpr (F::kOffset) p = _mm256_sub_epi16(p, x32);                                        \
-                    sumi[r][c] = _mm256_add_epi32(sumi[r][c], _mm256_madd_epi16(p, s[r]));                         \
-                }                                                                                                  \
-            }                                                                                                      \
-        }                                                                                                          \
-        _Pragma("GCC unroll 4") for (int r = 0; r < R; ++r) {                                                      \
-            const W &wb = wr[r][b];                                                                                \
-            __m128i mins16 = _mm_setzero_si128();                                                                  \
-            if constexpr (F::kMins)                                                                                \
-                mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(sm[r] + 8)));         \
-            _Pragma("GCC unroll 4") for (int c = 0; c < C; ++c) {                                                  \
-                const block_q8_k &xb = xc[c][b];                                                                   \
-                const float d = xb.d * h2f(wb.d);                                                                  \
-                acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[r][c]), acc[r][c]);         \
-                if constexpr (F::kMins) {                                                                          \
-                    const float dmin = -xb.d * h2f(wb.dmin);                                                       \
-                    const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xb.bsums));            \
-                    const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1)); \
-                    __m128i pm = _mm_madd_epi16(mins16, q8s);                                                      \
-                    if constexpr (F::kMinsScalar) {                                                                \
-                        pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, 0x4e));                                       \
-                        pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, 0xb1));                                       \
-                        mins[r][c] = std::fma(dmin, static_cast<float>(_mm_cvtsi128_si32(pm)), mins[r][c]);        \
-                    } else {                                                                                       \
-                        acc_m[r][c] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(pm), acc_m[r][c]);           \
-                    }                                                                                              \
-                }                                                                                                  \
-            }                                                                                                      \
-        }                                                                                                          \
-    }                                                                                                              \
-    for (int r = 0; r < R; ++r)                                                                                    \
-        for (int c = 0; c < C; ++c) {                                                                              \
-            float v = hsum8(acc[r][c]);                                                                            \
-            if constexpr (F::kMinsScalar) v += mins[r][c];                                                         \
-            else if constexpr (F::kMins) {                                                                         \
-                __m128 m = _mm_add_ps(acc_m[r][c], _mm_movehl_ps(acc_m[r][c], acc_m[r][c]));                       \
-                m = _mm_add_ss(m, _mm_movehdup_ps(m));                                                             \
-                v += _mm_cvtss_f32(m);                                                                             \
-            }                                                                                                      \
-            out[r * kTileOut + c] = v;                                                                             \
-        }
-
 // The same body twice: AVX2 (16 vector registers: 2 rows x 4 tokens) and AVX-512VL (32
 // registers, the same instructions EVEX-encoded: 4 x 4).
-template <class W, int R, int C>
-__attribute__((target("avx2,fma,f16c"))) void ktile_avx2(int64_t nb, const uint8_t *w, size_t ws, const uint8_t *x,
-                                                          size_t xs, float *out) {
-    AS_KTILE_BODY
-}
-template <class W, int R, int C>
-__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void ktile_avx512(int64_t nb, const uint8_t *w, size_t ws,
-                                                                                     const uint8_t *x, size_t xs, float *out) {
-    AS_KTILE_BODY
-}
-#undef AS_KTILE_BODY
+namespace ktile_avx2 {
+#define AS_KTILE __attribute__((target("avx2,fma,f16c")))
+#include "engine/tile_k_body.inc"
+#undef AS_KTILE
+} // namespace ktile_avx2
+namespace ktile_avx512 {
+#define AS_KTILE __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+#include "engine/tile_k_body.inc"
+#undef AS_KTILE
+} // namespace ktile_avx512
 
 using kshape_fn = void (*)(int64_t, const uint8_t *, size_t, const uint8_t *, size_t, float *);
 template <class W, bool Wide, int R, int... Cs> constexpr std::array<kshape_fn, 4> krow(std::integer_sequence<int, Cs...>) {
-    if constexpr (Wide) return {&ktile_avx512<W, R, Cs + 1>...};
-    else return {&ktile_avx2<W, R, Cs + 1>...};
+    if constexpr (Wide) return {&ktile_avx512::ktile<W, R, Cs + 1>...};
+    else return {&ktile_avx2::ktile<W, R, Cs + 1>...};
 }
 template <class W, bool Wide, int... Rs> constexpr std::array<std::array<kshape_fn, 4>, sizeof...(Rs)> ktable(std::integer_sequence<int, Rs...>) {
     return {krow<W, Wide, Rs + 1>(std::make_integer_sequence<int, 4>{})...};
