@@ -165,3 +165,10 @@ TEST_CASE("model: a declared sliding window hides the tokens before it, and only
     std::remove(windowed.c_str());
     std::remove(full.c_str());
 }
+
+TEST_CASE("model: a K-quant matrix whose rows are not a multiple of 256 is refused at open, naming the block") {
+    const std::string path = write_tiny_model("llama", "", "blk.0.attn_q.weight", static_cast<uint32_t>(tensor_type::q4_k));
+    const std::string err = load_error(path);
+    CAPTURE(err);
+    CHECK(err.find("tensor 'blk.0.attn_q.weight' row length 64 is not a multiple of the Q4_K block size 256") != std::string::npos);
+}
