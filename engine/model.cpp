@@ -138,9 +138,7 @@ bool llama_model::init(const load_options &opts, std::string &err) {
         if (t->n_dims != 2 || t->ne[0] != n_in || t->ne[1] != n_out)
             return fail("tensor '" + name + "' has shape " + t->shape_string() + ", expected [" +
                         std::to_string(n_in) + ", " + std::to_string(n_out) + "]");
-        if (const uint32_t bs = tensor_traits(static_cast<uint32_t>(t->type))->block_size; n_in % bs != 0)
-            return fail("tensor '" + name + "' row length " + std::to_string(n_in) + " is not a multiple of " +
-                        tensor_type_name(t->type) + "'s block of " + std::to_string(bs));
+        // (rows are whole blocks of their type: gguf_file::open checked every tensor's ne[0])
         w = weight_matrix{t, t->type, t->data, n_in, n_out, row_bytes(t->type, n_in)};
         if (!convert || t->type == target) { // already in the format asked for: used in place
             mapped_bytes_ += t->nbytes;
