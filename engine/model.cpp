@@ -20,7 +20,20 @@ constexpr format_entry kFormats[] = {
     {weight_format::native, "native", tensor_type::f32}, {weight_format::f32, "f32", tensor_type::f32},
     {weight_format::f16, "f16", tensor_type::f16},       {weight_format::q8_0, "q8_0", tensor_type::q8_0},
     {weight_format::q4_0, "q4_0", tensor_type::q4_0},    {weight_format::q4_1, "q4_1", tensor_type::q4_1},
+    {weight_format::q5_0, "q5_0", tensor_type::q5_0},    {weight_format::q5_1, "q5_1", tensor_type::q5_1},
+    {weight_format::q4_k, "q4_k", tensor_type::q4_k},    {weight_format::q5_k, "q5_k", tensor_type::q5_k},
+    {weight_format::q6_k, "q6_k", tensor_type::q6_k},
 };
+
+// llama-quantize's type for a matrix whose rows do not fit a K-quant's 256-element blocks
+tensor_type fallback(tensor_type t) {
+    switch (t) {
+    case tensor_type::q4_k: return tensor_type::q5_0;
+    case tensor_type::q5_k: return tensor_type::q5_1;
+    case tensor_type::q6_k: return tensor_type::q8_0;
+    default: return t;
+    }
+}
 
 const format_entry &entry(weight_format f) {
     for (const format_entry &e : kFormats)
@@ -38,7 +51,7 @@ std::optional<weight_format> parse_weight_format(std::string_view s) {
     return std::nullopt;
 }
 
-const char *weight_format_names() { return "native, f32, f16, q8_0, q4_0, q4_1"; }
+const char *weight_format_names() { return "native, f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k"; }
 
 namespace {
 // What differs between the architectures the engine runs; the rest of the layer is LLaMA's.
@@ -126,7 +139,7 @@ bool llama_model::init(const load_options &opts, std::string &err) {
     // opts.weights; pointers into their buffers stay valid when the outer vectors grow, since
     // moving a std::vector keeps its buffer.
     const bool convert = opts.weights != weight_format::native;
-    const tensor_type target = entry(opts.weights).type;
+    const tensor_type wanted = entry(opts.weights).type;
     std::unique_ptr<thread_pool> pool; // only when converting
     if (convert) pool = std::make_unique<thread_pool>(opts.n_threads > 0 ? opts.n_threads : thread_pool::default_threads());
     auto matrix = [&](const std::string &name, int64_t n_in, int64_t n_out, weight_matrix &w, bool optional = false) {
@@ -140,6 +153,7 @@ bool llama_model::init(const load_options &opts, std::string &err) {
                         std::to_string(n_in) + ", " + std::to_string(n_out) + "]");
         // (rows are whole blocks of their type: gguf_file::open checked every tensor's ne[0])
         w = weight_matrix{t, t->type, t->data, n_in, n_out, row_bytes(t->type, n_in)};
+        const tensor_type target = can_store_as(wanted, n_in) ? wanted : fallback(wanted);
         if (!convert || t->type == target) { // already in the format asked for: used in place
             mapped_bytes_ += t->nbytes;
             return true;

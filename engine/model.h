@@ -56,7 +56,9 @@ struct weight_matrix {
 // place in the mapping (no copy). Any other: each matrix (the token embedding included, which
 // is also the tied output) converted into memory of its own, except a matrix the file
 // already stores in that format, which stays in place. Norm vectors stay float.
-enum class weight_format { native, f32, f16, q8_0, q4_0, q4_1 };
+// The K-quants need rows of a multiple of 256: a matrix with shorter blocks of rows takes
+// llama.cpp's fallback instead (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0).
+enum class weight_format { native, f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k };
 const char *weight_format_name(weight_format f);                 // "native", "q8_0", ...
 std::optional<weight_format> parse_weight_format(std::string_view s);
 const char *weight_format_names();                               // "native, f32, f16, ..."

@@ -78,7 +78,8 @@ void quantize_weights_q8_0(const float *x, block_q8_0 *y, int64_t n) {
 
 bool can_store_as(tensor_type t, int64_t n_in) {
     switch (t) { // the formats convert_rows writes
-    case tensor_type::f32: case tensor_type::f16: case tensor_type::q4_0: case tensor_type::q4_1: case tensor_type::q8_0: break;
+    case tensor_type::f32: case tensor_type::f16: case tensor_type::q4_0: case tensor_type::q4_1: case tensor_type::q8_0:
+    case tensor_type::q5_0: case tensor_type::q5_1: case tensor_type::q4_k: case tensor_type::q5_k: case tensor_type::q6_k: break;
     default: return false;
     }
     if (n_in <= 0) return false;
@@ -104,6 +105,11 @@ void convert_rows(tensor_type from, const uint8_t *src, tensor_type to, uint8_t 
             case tensor_type::q4_0: quantize_weights_q4_0(row.data(), reinterpret_cast<block_q4_0 *>(d), n_in); break;
             case tensor_type::q4_1: quantize_weights_q4_1(row.data(), reinterpret_cast<block_q4_1 *>(d), n_in); break;
             case tensor_type::q8_0: quantize_weights_q8_0(row.data(), reinterpret_cast<block_q8_0 *>(d), n_in); break;
+            case tensor_type::q5_0: quantize_weights_q5_0(row.data(), reinterpret_cast<block_q5_0 *>(d), n_in); break;
+            case tensor_type::q5_1: quantize_weights_q5_1(row.data(), reinterpret_cast<block_q5_1 *>(d), n_in); break;
+            case tensor_type::q4_k: quantize_weights_q4_k(row.data(), reinterpret_cast<block_q4_k *>(d), n_in); break;
+            case tensor_type::q5_k: quantize_weights_q5_k(row.data(), reinterpret_cast<block_q5_k *>(d), n_in); break;
+            case tensor_type::q6_k: quantize_weights_q6_k(row.data(), reinterpret_cast<block_q6_k *>(d), n_in); break;
             default: assert(false && "convert_rows: not a weight format");
             }
         }

@@ -1,5 +1,5 @@
-// Weight quantization: float rows -> Q4_0, Q4_1, Q8_0 blocks (and F16, F32), byte for byte
-// what ggml's reference quantizers write (quantize_row_q4_0_ref, _q4_1_ref, _q8_0_ref, the
+// Weight quantization: float rows -> Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K blocks (and
+// F16, F32), byte for byte what ggml's reference quantizers write (quantize_row_*_ref, the
 // ones llama.cpp's quantize tool runs without an importance matrix), and the conversion of
 // a whole matrix from one stored type to another at load time (--weights).
 //
@@ -13,6 +13,7 @@
 
 #include "engine/gguf.h"
 #include "engine/quants.h"
+#include "engine/quants_k.h"
 #include "engine/thread_pool.h"
 
 namespace actorserve {
@@ -21,6 +22,12 @@ namespace actorserve {
 void quantize_weights_q4_0(const float *x, block_q4_0 *y, int64_t n);
 void quantize_weights_q4_1(const float *x, block_q4_1 *y, int64_t n);
 void quantize_weights_q8_0(const float *x, block_q8_0 *y, int64_t n);
+// The same for the 5-bit and K-quant formats (quantize_k.cpp; n % 256 == 0 for the K-quants).
+void quantize_weights_q5_0(const float *x, block_q5_0 *y, int64_t n);
+void quantize_weights_q5_1(const float *x, block_q5_1 *y, int64_t n);
+void quantize_weights_q4_k(const float *x, block_q4_k *y, int64_t n);
+void quantize_weights_q5_k(const float *x, block_q5_k *y, int64_t n);
+void quantize_weights_q6_k(const float *x, block_q6_k *y, int64_t n);
 
 // Whether a matrix with rows of n_in elements can be stored as t (a compute type whose block
 // length divides n_in).

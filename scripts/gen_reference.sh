@@ -13,7 +13,8 @@
 #
 # Usage: scripts/gen_reference.sh [ARGS]             the model fixtures (gen_reference.py)
 #        scripts/gen_reference.sh scripts/X.py [ARGS] another generator in the same venv:
-#          gen_quant_reference.py (quant_blocks.json), gen_tiny_reference.py (tiny models)
+#          gen_quant_reference.py (quant_blocks.json), gen_tiny_reference.py (tiny models),
+#          gen_quantizer_reference.py (quantizer_reference.json)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."

@@ -21,8 +21,10 @@ void add_model_option(CLI::App *cmd, model_options &m) {
 
 void add_weights_option(CLI::App *cmd, model_options &m) {
     cmd->add_option("--weights", m.weights,
-                    "Hold weight matrices as stored (native) or converted at load to f32, f16, q8_0, q4_0 or q4_1")
-        ->check(CLI::IsMember({"native", "f32", "f16", "q8_0", "q4_0", "q4_1"}))
+                    std::string("Hold weight matrices as stored (native) or converted at load: ") + weight_format_names())
+        ->check([](const std::string &s) {
+            return parse_weight_format(s) ? std::string() : s + " is not one of " + weight_format_names();
+        })
         ->capture_default_str();
 }
 

@@ -8,6 +8,8 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <string>
 #include <unistd.h>
 
 #include "engine/forward.h"
@@ -184,12 +186,12 @@ TEST_CASE("convert_rows: f16 rounds to nearest even; rows split over threads giv
 }
 
 TEST_CASE("weight formats: names parse and print back") {
-    for (const char *name : {"native", "f32", "f16", "q8_0", "q4_0", "q4_1"}) {
+    for (const char *name : {"native", "f32", "f16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k"}) {
         const auto f = parse_weight_format(name);
         REQUIRE(f);
         CHECK(std::string(weight_format_name(*f)) == name);
     }
-    CHECK_FALSE(parse_weight_format("q5_0"));
+    CHECK_FALSE(parse_weight_format("q3_k"));
     CHECK_FALSE(parse_weight_format("Q8_0"));
 }
 
@@ -366,5 +368,69 @@ TEST_CASE("load: every weight format gives a working model; f32, f16 and q8_0 pi
             CHECK(std::all_of(l.begin(), l.end(), [](float v) { return std::isfinite(v); }));
             if (e.same_top) CHECK(argmax(l) == argmax(ref[i]));
         }
+    }
+}
+
+TEST_CASE("quantize q5_0, q5_1 and the K-quants: llama.cpp's quantizer's bytes on random rows") {
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    const std::string path = test_paths::fixtures() + "/quantizer_reference.json";
+    REQUIRE_MESSAGE(parser.load(path).get(doc) == simdjson::SUCCESS, "cannot read " << path);
+    auto hex = [](std::string_view h) {
+        std::vector<uint8_t> out;
+        for (size_t i = 0; i + 1 < h.size(); i += 2) out.push_back(static_cast<uint8_t>(std::stoi(std::string(h.substr(i, 2)), nullptr, 16)));
+        return out;
+    };
+    int n_cases = 0;
+    for (simdjson::dom::element c : doc["cases"].get_array()) {
+        const std::string type{std::string_view(c["type"])};
+        const int64_t n = int64_t(c["n"]);
+        const std::vector<uint8_t> fb = hex(c["floats"]), want = hex(c["bytes"]);
+        std::vector<float> x(fb.size() / 4);
+        std::memcpy(x.data(), fb.data(), fb.size());
+        const tensor_type t = type == "Q5_0" ? tensor_type::q5_0 : type == "Q5_1" ? tensor_type::q5_1
+                            : type == "Q4_K" ? tensor_type::q4_k : type == "Q5_K" ? tensor_type::q5_k : tensor_type::q6_k;
+        const int64_t rows = static_cast<int64_t>(x.size()) / n;
+        const size_t rb = row_bytes(t, n);
+        REQUIRE(want.size() == rb * static_cast<size_t>(rows));
+        CAPTURE(type);
+        CAPTURE(std::string(std::string_view(c["tensor"])));
+        for (int64_t r = 0; r < rows; ++r) {
+            std::vector<uint8_t> got(rb);
+            const float *row = x.data() + r * n;
+            switch (t) {
+            case tensor_type::q5_0: quantize_weights_q5_0(row, reinterpret_cast<block_q5_0 *>(got.data()), n); break;
+            case tensor_type::q5_1: quantize_weights_q5_1(row, reinterpret_cast<block_q5_1 *>(got.data()), n); break;
+            case tensor_type::q4_k: quantize_weights_q4_k(row, reinterpret_cast<block_q4_k *>(got.data()), n); break;
+            case tensor_type::q5_k: quantize_weights_q5_k(row, reinterpret_cast<block_q5_k *>(got.data()), n); break;
+            default: quantize_weights_q6_k(row, reinterpret_cast<block_q6_k *>(got.data()), n); break;
+            }
+            CAPTURE(r);
+            CHECK(std::memcmp(got.data(), want.data() + static_cast<size_t>(r) * rb, rb) == 0);
+        }
+        ++n_cases;
+    }
+    CHECK(n_cases == 10);
+}
+
+TEST_CASE("load: the 5-bit and K-quant formats, with llama.cpp's fallback where rows are not multiples of 256") {
+    std::string err;
+    const std::vector<std::vector<int32_t>> prompts = fixture_prompts();
+    REQUIRE(!prompts.empty());
+    struct expect { weight_format f; tensor_type k, fallback; };
+    for (const expect e : {expect{weight_format::q5_0, tensor_type::q5_0, tensor_type::q5_0},
+                           expect{weight_format::q5_1, tensor_type::q5_1, tensor_type::q5_1},
+                           expect{weight_format::q4_k, tensor_type::q4_k, tensor_type::q5_0},
+                           expect{weight_format::q5_k, tensor_type::q5_k, tensor_type::q5_1},
+                           expect{weight_format::q6_k, tensor_type::q6_k, tensor_type::q8_0}}) {
+        CAPTURE(weight_format_name(e.f));
+        auto m = llama_model::load(test_paths::model(), load_options{.weights = e.f, .n_threads = 2}, err);
+        REQUIRE_MESSAGE(m, err);
+        for (const weight_matrix *w : matrices(*m)) {
+            CAPTURE(w->tensor->name);
+            CHECK(w->type == (w->n_in % 256 == 0 ? e.k : e.fallback)); // SmolLM2: rows of 1536 and 576
+        }
+        const std::vector<float> l = logits_after(*m, prompts[0]);
+        CHECK(std::all_of(l.begin(), l.end(), [](float v) { return std::isfinite(v); }));
     }
 }
