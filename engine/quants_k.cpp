@@ -53,35 +53,31 @@ void dequantize_row_q5_1(const block_q5_1 *x, float *y, int64_t n) {
     }
 }
 
-void dequantize_row_q4_k(const block_q4_k *x, float *y, int64_t n) {
+namespace {
+// Q4_K and Q5_K: x = (d * sc) * q - (dmin * m) per sub-block, q from quant(block, step j, element
+// l, high half).
+template <class B, class Q> void dequantize_k4(const B *x, float *y, int64_t n, Q quant) {
     for (int64_t b = 0; b < n / QK_K; ++b) {
         uint8_t sm[16];
         k_scales(x[b].scales, sm);
         const float d = fp16_to_fp32(x[b].d), dmin = fp16_to_fp32(x[b].dmin);
-        for (int j = 0; j < 4; ++j) {
-            const uint8_t *q = x[b].qs + 32 * j;
-            const float d1 = d * sm[2 * j], m1 = dmin * sm[8 + 2 * j];
-            const float d2 = d * sm[2 * j + 1], m2 = dmin * sm[8 + 2 * j + 1];
-            for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0x0f) - m1;
-            for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
-        }
+        for (int j = 0; j < 4; ++j)
+            for (int h = 0; h < 2; ++h) {
+                const float dj = d * sm[2 * j + h], mj = dmin * sm[8 + 2 * j + h];
+                for (int l = 0; l < 32; ++l) *y++ = dj * static_cast<float>(quant(x[b], j, l, h)) - mj;
+            }
     }
+}
+} // namespace
+
+void dequantize_row_q4_k(const block_q4_k *x, float *y, int64_t n) {
+    dequantize_k4(x, y, n, [](const block_q4_k &b, int j, int l, int h) { return (b.qs[32 * j + l] >> (4 * h)) & 0x0f; });
 }
 
 void dequantize_row_q5_k(const block_q5_k *x, float *y, int64_t n) {
-    for (int64_t b = 0; b < n / QK_K; ++b) {
-        uint8_t sm[16];
-        k_scales(x[b].scales, sm);
-        const float d = fp16_to_fp32(x[b].d), dmin = fp16_to_fp32(x[b].dmin);
-        for (int j = 0; j < 4; ++j) {
-            const uint8_t *q = x[b].qs + 32 * j;
-            const float d1 = d * sm[2 * j], m1 = dmin * sm[8 + 2 * j];
-            const float d2 = d * sm[2 * j + 1], m2 = dmin * sm[8 + 2 * j + 1];
-            const uint8_t u1 = static_cast<uint8_t>(1u << (2 * j)), u2 = static_cast<uint8_t>(2u << (2 * j));
-            for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>((q[l] & 0x0f) + (x[b].qh[l] & u1 ? 16 : 0)) - m1;
-            for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>((q[l] >> 4) + (x[b].qh[l] & u2 ? 16 : 0)) - m2;
-        }
-    }
+    dequantize_k4(x, y, n, [](const block_q5_k &b, int j, int l, int h) {
+        return ((b.qs[32 * j + l] >> (4 * h)) & 0x0f) + ((b.qh[l] >> (2 * j + h)) & 1) * 16;
+    });
 }
 
 namespace {
