@@ -159,28 +159,16 @@ void ztile_run(int64_t n, const void *w, size_t ws, int nr, const void *x, size_
 
 } // namespace
 
-void tile_q4_0_q8_0_zmm(int64_t n, const void *w, size_t ws, int nr, const void *x, size_t xs, const float *xt,
-                        size_t sts, const int32_t *xc, int nc, float *out) {
-    ztile_run<block_q4_0>(n, w, ws, nr, x, xs, xt, sts, xc, nc, out);
-}
-void tile_q4_1_q8_1_zmm(int64_t n, const void *w, size_t ws, int nr, const void *x, size_t xs, const float *xt,
-                        size_t sts, const int32_t *xc, int nc, float *out) {
-    ztile_run<block_q4_1>(n, w, ws, nr, x, xs, xt, sts, xc, nc, out);
-}
-void tile_q8_0_q8_0_zmm(int64_t n, const void *w, size_t ws, int nr, const void *x, size_t xs, const float *xt,
-                        size_t sts, const int32_t *xc, int nc, float *out) {
-    ztile_run<block_q8_0>(n, w, ws, nr, x, xs, xt, sts, xc, nc, out);
-}
+#define AS_ZTILE_ENTRY(WN, AN, W)                                                                                 \
+    void tile_##WN##_##AN##_zmm(int64_t n, const void *w, size_t ws, int nr, const void *x, size_t xs,           \
+                                const float *xt, size_t sts, const int32_t *xc, int nc, float *out) {           \
+        ztile_run<W>(n, w, ws, nr, x, xs, xt, sts, xc, nc, out);                                                  \
+    }
+AS_ZTILE_ENTRY(q4_0, q8_0, block_q4_0)
+AS_ZTILE_ENTRY(q4_1, q8_1, block_q4_1)
+AS_ZTILE_ENTRY(q5_0, q8_0, block_q5_0)
+AS_ZTILE_ENTRY(q5_1, q8_1, block_q5_1)
+AS_ZTILE_ENTRY(q8_0, q8_0, block_q8_0)
+#undef AS_ZTILE_ENTRY
 
-} // namespace actorserve
-
-namespace actorserve {
-void tile_q5_0_q8_0_zmm(int64_t n, const void *w, size_t ws, int nr, const void *x, size_t xs, const float *xt,
-                        size_t sts, const int32_t *xc, int nc, float *out) {
-    ztile_run<block_q5_0>(n, w, ws, nr, x, xs, xt, sts, xc, nc, out);
-}
-void tile_q5_1_q8_1_zmm(int64_t n, const void *w, size_t ws, int nr, const void *x, size_t xs, const float *xt,
-                        size_t sts, const int32_t *xc, int nc, float *out) {
-    ztile_run<block_q5_1>(n, w, ws, nr, x, xs, xt, sts, xc, nc, out);
-}
 } // namespace actorserve

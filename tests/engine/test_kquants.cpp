@@ -281,23 +281,6 @@ TEST_CASE("kquants: Q5 register tiles give every output the one-token AVX2 resul
         }
 }
 
-TEST_CASE("kquants: K-quant multi-column kernels give each column the one-column result") {
-    for (tensor_type t : {tensor_type::q4_k, tensor_type::q5_k, tensor_type::q6_k}) {
-        CAPTURE(tensor_type_name(t));
-        const int64_t n = 512;
-        const std::vector<uint8_t> w = random_row(t, n, 5);
-        const size_t xs = row_bytes(tensor_type::q8_k, n);
-        std::vector<uint8_t> x;
-        for (int c = 0; c < kMaxCols; ++c) {
-            const std::vector<uint8_t> xc = activations(t, wave(n, 2.0f * static_cast<float>(c)));
-            x.insert(x.end(), xc.begin(), xc.end());
-        }
-        float out[kMaxCols];
-        dot_cols_kernel(t)(n, w.data(), x.data(), xs, nullptr, kMaxCols, out);
-        for (int c = 0; c < kMaxCols; ++c) CHECK(same_bits(out[c], dot_kernel(t)(n, w.data(), x.data() + c * xs)));
-    }
-}
-
 TEST_CASE("kquants: Q8_K maps the largest magnitude to -127, keeps sums, rounds within half a step") {
     std::vector<float> x = wave(512, 0.3f);
     x[300] = -5.0f; // the largest magnitude of block 1, negative
