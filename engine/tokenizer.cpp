@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <queue>
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -175,18 +176,14 @@ std::unique_ptr<tokenizer> tokenizer::from_gguf(const gguf_file &file, std::stri
         err = where + "missing tokenizer.ggml.model: the file carries no tokenizer";
         return nullptr;
     }
-    if (*model != "gpt2") {
-        err = where + "unsupported tokenizer model '" + *model + "' (only byte-level BPE 'gpt2')";
+    if (*model != "gpt2" && *model != "llama") {
+        err = where + "unsupported tokenizer model '" + *model +
+              "' (supported: 'gpt2', byte-level BPE; 'llama', SentencePiece)";
         return nullptr;
     }
     const auto *tokens = file.get_array("tokenizer.ggml.tokens", gguf_type::string);
     if (!tokens || tokens->empty()) {
         err = where + "missing tokenizer.ggml.tokens (a string array): the file carries no vocabulary";
-        return nullptr;
-    }
-    const auto *merges = file.get_array("tokenizer.ggml.merges", gguf_type::string);
-    if (!merges) {
-        err = where + "missing tokenizer.ggml.merges (a string array), which a BPE tokenizer needs";
         return nullptr;
     }
     const size_t n_vocab = tokens->size();
@@ -202,25 +199,6 @@ std::unique_ptr<tokenizer> tokenizer::from_gguf(const gguf_file &file, std::stri
     }
 
     std::unique_ptr<tokenizer> t(new tokenizer());
-    t->pre_name_ = file.get_string("tokenizer.ggml.pre").value_or("default");
-    const pre_family *family = nullptr;
-    for (const pre_family &f : pre_families())
-        for (const char *name : f.names)
-            if (t->pre_name_ == name) family = &f;
-    if (!family) {
-        err = where + "unknown pre-tokenizer '" + t->pre_name_ +
-              "' (tokenizer.ggml.pre); supported: smollm, starcoder, refact, command-r, codeshell, "
-              "exaone, minerva, gpt-2, phi-2, mpt, olmo, llama3, llama-bpe, falcon3, qwen2, default";
-        return nullptr;
-    }
-    t->pre_ = std::make_unique<regex_chain>();
-    if (!t->pre_->compile(family->regexes, err)) {
-        err = where + err;
-        return nullptr;
-    }
-    t->ignore_merges_ = family->ignore_merges;
-    t->add_bos_ = file.get_bool("tokenizer.ggml.add_bos_token").value_or(family->add_bos_default);
-
     t->texts_.resize(n_vocab);
     t->types_.assign(n_vocab, token_type::normal);
     t->ids_.reserve(n_vocab);
@@ -235,21 +213,7 @@ std::unique_ptr<tokenizer> tokenizer::from_gguf(const gguf_file &file, std::stri
         t->ids_[text] = static_cast<int32_t>(i); // a later duplicate wins, as in llama.cpp
         t->texts_[i] = std::move(text);
     }
-
-    // Merge "a b" has rank = its index; the split is at the first space after position 0.
-    t->ranks_.reserve(merges->size());
-    for (size_t i = 0; i < merges->size(); ++i) {
-        const std::string &m = (*merges)[i].s;
-        const size_t sp = m.find(' ', 1);
-        if (sp == std::string::npos) {
-            ++t->n_merges_unknown_;
-            continue;
-        }
-        t->ranks_.try_emplace(m, static_cast<int32_t>(i)); // first occurrence wins
-        const std::string left = m.substr(0, sp), right = m.substr(sp + 1);
-        if (!t->ids_.count(left) || !t->ids_.count(right) || !t->ids_.count(left + right))
-            ++t->n_merges_unknown_;
-    }
+    if (*model == "gpt2" ? !t->load_bpe(file, where, err) : !t->load_spm(file, where, err)) return nullptr;
 
     auto special_id = [&](const char *key, int32_t &out) {
         const auto v = file.get_uint(key);
@@ -267,36 +231,168 @@ std::unique_ptr<tokenizer> tokenizer::from_gguf(const gguf_file &file, std::stri
         !special_id("tokenizer.ggml.eot_token_id", t->eot_))
         return nullptr;
 
-    static const std::array<std::string_view, 6> kEogTexts = {
-        "<|endoftext|>", "<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "<|eom_id|>", "<end_of_turn>"};
+    // note: llama.cpp takes these texts as end of generation whatever their type, and makes
+    // them control tokens (so they split from text and render only as specials)
+    static const std::array<std::string_view, 10> kEogTexts = {
+        "<|endoftext|>", "<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "<|eom_id|>", "<end_of_turn>",
+        "<|end|>", "<EOT>", "_<EOT>", "<end_of_utterance>"};
     t->eog_.assign(n_vocab, 0);
     for (int32_t id : {t->eos_, t->eot_})
         if (id >= 0) t->eog_[id] = 1;
+    for (std::string_view text : kEogTexts)
+        if (const auto it = t->ids_.find(std::string(text)); it != t->ids_.end()) {
+            t->eog_[it->second] = 1;
+            t->types_[it->second] = token_type::control;
+        }
     for (size_t i = 0; i < n_vocab; ++i) {
         const token_type ty = t->types_[i];
-        if (ty == token_type::control &&
-            std::find(kEogTexts.begin(), kEogTexts.end(), t->texts_[i]) != kEogTexts.end())
-            t->eog_[i] = 1;
         if (ty == token_type::control || ty == token_type::unknown || ty == token_type::user_defined)
             t->specials_.push_back(static_cast<int32_t>(i));
     }
     std::stable_sort(t->specials_.begin(), t->specials_.end(), [&](int32_t a, int32_t b) {
         return t->texts_[a].size() > t->texts_[b].size();
     });
+
+    // Phi-3's files rely on llama.cpp dropping the whitespace after its special tokens (its
+    // template writes "<|user|>\n"), which llama.cpp decides by the model's name.
+    t->rstrip_.assign(n_vocab, 0);
+    std::string name = file.get_string("general.name").value_or("");
+    for (char &c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (name.find("phi-3") != std::string::npos || name.find("phi3") != std::string::npos) {
+        for (int32_t id : t->specials_) t->rstrip_[id] = 1;
+        if (const auto it = t->ids_.find("</s>"); it != t->ids_.end()) t->rstrip_[it->second] = 1;
+        for (const char *keep : {"<unk>", "<s>", "<|endoftext|>"})
+            if (const auto it = t->ids_.find(keep); it != t->ids_.end()) t->rstrip_[it->second] = 0;
+    }
     return t;
+}
+
+bool tokenizer::load_bpe(const gguf_file &file, const std::string &where, std::string &err) {
+    const auto *merges = file.get_array("tokenizer.ggml.merges", gguf_type::string);
+    if (!merges) {
+        err = where + "missing tokenizer.ggml.merges (a string array), which a BPE tokenizer needs";
+        return false;
+    }
+    pre_name_ = file.get_string("tokenizer.ggml.pre").value_or("default");
+    const pre_family *family = nullptr;
+    for (const pre_family &f : pre_families())
+        for (const char *name : f.names)
+            if (pre_name_ == name) family = &f;
+    if (!family) {
+        err = where + "unknown pre-tokenizer '" + pre_name_ +
+              "' (tokenizer.ggml.pre); supported: smollm, starcoder, refact, command-r, codeshell, "
+              "exaone, minerva, gpt-2, phi-2, mpt, olmo, llama3, llama-bpe, falcon3, qwen2, default";
+        return false;
+    }
+    pre_ = std::make_unique<regex_chain>();
+    if (!pre_->compile(family->regexes, err)) {
+        err = where + err;
+        return false;
+    }
+    ignore_merges_ = family->ignore_merges;
+    add_bos_ = file.get_bool("tokenizer.ggml.add_bos_token").value_or(family->add_bos_default);
+
+    // Merge "a b" has rank = its index; the split is at the first space after position 0.
+    ranks_.reserve(merges->size());
+    for (size_t i = 0; i < merges->size(); ++i) {
+        const std::string &m = (*merges)[i].s;
+        const size_t sp = m.find(' ', 1);
+        if (sp == std::string::npos) {
+            ++n_merges_unknown_;
+            continue;
+        }
+        ranks_.try_emplace(m, static_cast<int32_t>(i)); // first occurrence wins
+        const std::string left = m.substr(0, sp), right = m.substr(sp + 1);
+        if (!ids_.count(left) || !ids_.count(right) || !ids_.count(left + right)) ++n_merges_unknown_;
+    }
+    return true;
+}
+
+bool tokenizer::load_spm(const gguf_file &file, const std::string &where, std::string &err) {
+    kind_ = kind::spm;
+    pre_name_.clear();
+    const size_t n_vocab = texts_.size();
+    scores_.assign(n_vocab, 0.0f);
+    if (file.find("tokenizer.ggml.scores")) {
+        const auto *scores = file.get_array("tokenizer.ggml.scores", gguf_type::float32);
+        if (!scores || scores->size() != n_vocab) {
+            err = where + "tokenizer.ggml.scores must be a float32 array of " + std::to_string(n_vocab) +
+                  " entries, one per token";
+            return false;
+        }
+        for (size_t i = 0; i < n_vocab; ++i) scores_[i] = static_cast<float>((*scores)[i].f);
+    }
+    // llama.cpp's defaults for a SentencePiece vocabulary; the file's keys override them
+    // (read by from_gguf for the ids)
+    auto in_vocab = [&](int32_t id) { return static_cast<size_t>(id) < n_vocab ? id : -1; };
+    bos_ = in_vocab(1);
+    eos_ = in_vocab(2);
+    add_bos_ = file.get_bool("tokenizer.ggml.add_bos_token").value_or(true);
+    add_space_prefix_ = file.get_bool("tokenizer.ggml.add_space_prefix").value_or(true);
+    const auto unk = ids_.find("<unk>");
+    for (int b = 0; b < 256; ++b) {
+        static const char *hex = "0123456789ABCDEF";
+        const std::string name = {'<', '0', 'x', hex[b >> 4], hex[b & 15], '>'};
+        auto it = ids_.find(name);
+        if (it == ids_.end()) it = ids_.find(std::string(1, static_cast<char>(b)));
+        // note: llama.cpp aborts on a byte with no token; an unknown token is kinder
+        byte_ids_[static_cast<size_t>(b)] = it != ids_.end() ? it->second : unk != ids_.end() ? unk->second : -1;
+    }
+    return true;
 }
 
 // ---- encode ----------------------------------------------------------------------------
 
 std::vector<int32_t> tokenizer::encode(std::string_view text, bool parse_special) const {
-    std::vector<std::pair<int32_t, std::string_view>> fragments;
-    split_special(text, parse_special, fragments);
+    const prompt_part part{text, parse_special};
+    return encode(std::span<const prompt_part>(&part, 1));
+}
+
+namespace {
+bool is_c_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); } // isspace() in the C locale
+} // namespace
+
+// Specials split the text into fragments (split_special); consecutive raw text, also across
+// parts, is gathered into one fragment and tokenized when a token or the end follows.
+std::vector<int32_t> tokenizer::encode(std::span<const prompt_part> parts) const {
     std::vector<int32_t> out;
-    out.reserve(text.size() / 3 + 4);
-    for (const auto &[id, raw] : fragments) {
-        if (id >= 0) out.push_back(id);
+    std::vector<std::pair<int32_t, std::string_view>> fragments;
+    std::string raw;
+    bool prev_special = true; // SPM: the space prefix goes before the first fragment too
+    bool strip = false;       // the last token drops the whitespace after it (rstrip_)
+    auto flush = [&] {
+        if (raw.empty()) return;
+        if (kind_ == kind::spm) encode_spm(raw, add_space_prefix_ && prev_special, out);
         else encode_fragment(raw, out);
+        raw.clear();
+        prev_special = false;
+    };
+    auto token = [&](int32_t id) {
+        flush();
+        out.push_back(id);
+        prev_special = true;
+        strip = id >= 0 && id < n_vocab() && rstrip_[static_cast<size_t>(id)];
+    };
+    auto text = [&](std::string_view t) {
+        if (strip) {
+            while (!t.empty() && is_c_space(t.front())) t.remove_prefix(1);
+            if (t.empty()) return;
+            strip = false;
+        }
+        raw += t;
+    };
+    for (const prompt_part &p : parts) {
+        if (p.id >= 0) {
+            token(p.id);
+            continue;
+        }
+        split_special(p.text, p.parse_special, fragments);
+        for (const auto &[id, frag] : fragments) {
+            if (id >= 0) token(id);
+            else text(frag);
+        }
     }
+    flush();
     return out;
 }
 
@@ -442,6 +538,76 @@ void tokenizer::bpe(std::string_view piece, std::string &key, std::vector<int32_
     }
 }
 
+// SentencePiece BPE of one raw fragment, as llama.cpp's llm_tokenizer_spm_session: spaces
+// become U+2581 ("▁"), the text is cut into characters by their lead byte (no validation:
+// a stray byte is a character of its own), and the adjacent pair whose concatenation is the
+// best-scored token is merged (leftmost on ties) until no pair is a token. A piece that is
+// no token (only ever a single character) goes out as its bytes' tokens.
+// note: llama.cpp also keeps a map to undo merges whose result is no token, but every merge
+// it makes is a token, so that path never runs; it is left out.
+// cost: O(n log n) for n characters.
+void tokenizer::encode_spm(std::string_view text, bool space_prefix, std::vector<int32_t> &out) const {
+    static constexpr std::string_view kSpace = "\xE2\x96\x81";
+    std::string s;
+    s.reserve(text.size() + 8);
+    if (space_prefix) s += kSpace;
+    for (char c : text) {
+        if (c == ' ') s += kSpace;
+        else s += c;
+    }
+    struct symbol {
+        uint32_t start, len; // bytes of s; len 0 once merged into its left neighbour
+        int32_t prev, next;
+    };
+    std::vector<symbol> sym;
+    for (uint32_t at = 0; at < s.size();) {
+        static constexpr uint8_t kLen[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
+        const uint32_t len = std::min<uint32_t>(kLen[static_cast<uint8_t>(s[at]) >> 4], static_cast<uint32_t>(s.size()) - at);
+        const auto i = static_cast<int32_t>(sym.size());
+        sym.push_back({at, len, i - 1, at + len < s.size() ? i + 1 : -1});
+        at += len;
+    }
+    struct bigram {
+        float score;
+        int32_t left, right;
+        uint32_t size; // bytes of the pair when queued; a change means the entry is stale
+        bool operator<(const bigram &o) const { return score < o.score || (score == o.score && left > o.left); }
+    };
+    std::priority_queue<bigram> queue;
+    std::string key;
+    auto push = [&](int32_t l, int32_t r) {
+        if (l < 0 || r < 0) return;
+        key.assign(s, sym[l].start, sym[l].len + sym[r].len);
+        const auto it = ids_.find(key);
+        if (it == ids_.end()) return;
+        queue.push({scores_[static_cast<size_t>(it->second)], l, r, sym[l].len + sym[r].len});
+    };
+    for (int32_t i = 1; i < static_cast<int32_t>(sym.size()); ++i) push(i - 1, i);
+    while (!queue.empty()) {
+        const bigram b = queue.top();
+        queue.pop();
+        symbol &l = sym[b.left], &r = sym[b.right];
+        if (l.len == 0 || r.len == 0 || l.len + r.len != b.size) continue;
+        l.len += r.len;
+        r.len = 0;
+        l.next = r.next;
+        if (r.next >= 0) sym[r.next].prev = b.left;
+        push(l.prev, b.left);
+        push(b.left, l.next);
+    }
+    for (int32_t i = sym.empty() ? -1 : 0; i >= 0; i = sym[i].next) {
+        key.assign(s, sym[i].start, sym[i].len);
+        if (const auto it = ids_.find(key); it != ids_.end()) {
+            out.push_back(it->second);
+            continue;
+        }
+        for (uint32_t j = 0; j < sym[i].len; ++j) {
+            const int32_t id = byte_ids_[static_cast<uint8_t>(s[sym[i].start + j])];
+            if (id >= 0) out.push_back(id);
+        }
+    }
+}
+
 // ---- decode and lookups ----------------------------------------------------------------
 
 std::string tokenizer::token_bytes(int32_t id, bool render_special) const {
@@ -454,6 +620,18 @@ std::string tokenizer::token_bytes(int32_t id, bool render_special) const {
     case token_type::user_defined:
         return text;
     case token_type::normal: {
+        if (kind_ == kind::spm) {
+            std::string out;
+            for (size_t at = 0; at < text.size();) {
+                if (text.compare(at, 3, "\xE2\x96\x81") == 0) {
+                    out += ' ';
+                    at += 3;
+                } else {
+                    out += text[at++];
+                }
+            }
+            return out;
+        }
         const byte_alphabet &abc = alphabet();
         std::string out;
         out.reserve(text.size());
@@ -463,6 +641,13 @@ std::string tokenizer::token_bytes(int32_t id, bool render_special) const {
         }
         return out;
     }
+    case token_type::byte: // SPM's <0xXX>
+        if (kind_ == kind::spm && text.size() == 6 && text.compare(0, 3, "<0x") == 0) {
+            auto nibble = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; };
+            const int hi = nibble(text[3]), lo = nibble(text[4]);
+            if (hi >= 0 && lo >= 0) return std::string(1, static_cast<char>(hi * 16 + lo));
+        }
+        return {};
     default:
         return {};
     }
@@ -492,36 +677,31 @@ token_type tokenizer::type(int32_t id) const {
 }
 
 std::vector<int32_t> encode_prompt(const tokenizer &tok, std::string_view text) {
-    std::vector<int32_t> ids;
-    if (tok.add_bos() && tok.bos() >= 0) ids.push_back(tok.bos());
-    const std::vector<int32_t> body = tok.encode(text, /*parse_special=*/true);
-    ids.insert(ids.end(), body.begin(), body.end());
-    return ids;
+    std::vector<prompt_part> parts;
+    if (tok.add_bos() && tok.bos() >= 0) parts.push_back({{}, false, tok.bos()});
+    parts.push_back({text, true});
+    return tok.encode(parts);
 }
 
 std::vector<int32_t> encode_prompt(const tokenizer &tok, std::string_view text,
                                    std::span<const std::pair<size_t, size_t>> controls) {
-    std::vector<int32_t> ids;
-    if (tok.add_bos() && tok.bos() >= 0) ids.push_back(tok.bos());
-    auto plain = [&](std::string_view part) {
-        if (part.empty()) return;
-        const std::vector<int32_t> t = tok.encode(part, /*parse_special=*/false);
-        ids.insert(ids.end(), t.begin(), t.end());
-    };
+    std::vector<prompt_part> parts;
+    parts.reserve(controls.size() * 2 + 2);
+    if (tok.add_bos() && tok.bos() >= 0) parts.push_back({{}, false, tok.bos()});
     size_t at = 0;
     for (const auto &[off, len] : controls) {
-        plain(text.substr(at, off - at));
+        if (off > at) parts.push_back({text.substr(at, off - at), false});
         const std::string_view marker = text.substr(off, len);
-        if (auto id = tok.token_id(marker)) {
-            ids.push_back(*id);
-        } else { // a vocabulary without this marker as one token: spell it as the file does
-            const std::vector<int32_t> t = tok.encode(marker, /*parse_special=*/true);
-            ids.insert(ids.end(), t.begin(), t.end());
-        }
+        const auto id = tok.token_id(marker);
+        const token_type ty = id ? tok.type(*id) : token_type::undefined;
+        if (ty == token_type::control || ty == token_type::user_defined || ty == token_type::unknown)
+            parts.push_back({{}, false, *id});
+        else // a vocabulary without this marker as a special token: spelled as the file does, joined with the text around it
+            parts.push_back({marker, true});
         at = off + len;
     }
-    plain(text.substr(at));
-    return ids;
+    if (at < text.size()) parts.push_back({text.substr(at), false});
+    return tok.encode(parts);
 }
 
 } // namespace actorserve
