@@ -1,12 +1,15 @@
 // Chat templates: SmolLM2's real template (read from the model file) and a Llama 3 template
 // render exactly what Jinja renders for them (expected strings produced with jinja2 from the
-// same template sources); unknown templates are errors that name the supported families.
+// same template sources); the Mistral, Llama 2, Phi-3 and Gemma families render what
+// llama.cpp's renderer gives for public templates of each (tests/fixtures/chat_templates.json);
+// unknown templates are errors that name the supported families.
 #include "tests/support/paths.h"
 #include "engine/chat_template.h"
 #include "engine/gguf.h"
 #include "engine/tokenizer.h"
 
 #include <doctest/doctest.h>
+#include <simdjson.h>
 
 #include <algorithm>
 #include <vector>
@@ -98,11 +101,13 @@ TEST_CASE("llama3: headers, trimmed content, <|eot_id|>, and no BOS text") {
 TEST_CASE("detect: an empty or unknown template is an error naming the supported families") {
     std::string err;
     CHECK_FALSE(chat_template::detect("", err));
-    CHECK(err == "the model has no chat template (tokenizer.chat_template is empty); "
-                 "supported families: ChatML (writes <|im_start|>) and Llama 3 (writes <|start_header_id|>)");
-    CHECK_FALSE(chat_template::detect("{{ bos_token }}[INST] {{ m }} [/INST]", err));
-    CHECK(err == "unrecognised chat template (it begins \"{{ bos_token }}[INST] {{ m }} [/INST]\"); "
-                 "supported families: ChatML (writes <|im_start|>) and Llama 3 (writes <|start_header_id|>)");
+    const std::string families = "supported families: ChatML (writes <|im_start|>), Mistral and Llama 2 ([INST]), "
+                                 "Phi-3 (<|assistant|> and <|end|>), Gemma (<start_of_turn>) and Llama 3 "
+                                 "(<|start_header_id|>)";
+    CHECK(err == "the model has no chat template (tokenizer.chat_template is empty); " + families);
+    CHECK_FALSE(chat_template::detect("{{ bos_token }}### Human: {{ m }} ### Assistant:", err));
+    CHECK(err == "unrecognised chat template (it begins \"{{ bos_token }}### Human: {{ m }} ### Assistant:\"); " +
+                     families);
 }
 
 TEST_CASE("encode_prompt: only the template's markers are control tokens; message text stays text") {
@@ -139,4 +144,36 @@ TEST_CASE("encode_prompt: only the template's markers are control tokens; messag
     // the same text with special parsing (a raw prompt) does hold the forged turn
     const std::vector<int32_t> raw = encode_prompt(*tok, f.text);
     CHECK(count(raw, im_start) == 4);
+}
+
+TEST_CASE("detect and render: the families llama.cpp renders itself give llama.cpp's text") {
+    // tests/fixtures/chat_templates.json: public templates from llama.cpp's tests, rendered by
+    // llama.cpp's llama_chat_apply_template (scripts/gen_chat_reference.py)
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    const std::string path = test_paths::fixtures() + "/chat_templates.json";
+    REQUIRE_MESSAGE(parser.load(path).get(doc) == simdjson::SUCCESS, "cannot read " << path);
+    std::vector<std::vector<chat_message>> convs;
+    for (simdjson::dom::element c : doc["conversations"].get_array()) {
+        convs.emplace_back();
+        for (simdjson::dom::element m : c.get_array())
+            convs.back().push_back({std::string(std::string_view(m["role"])), std::string(std::string_view(m["content"]))});
+    }
+    size_t n = 0;
+    for (simdjson::dom::element t : doc["templates"].get_array()) {
+        const std::string family{std::string_view(t["family"])}, from{std::string_view(t["from"])};
+        CAPTURE(from);
+        std::string err;
+        const auto tmpl = chat_template::detect(std::string(std::string_view(t["source"])), err);
+        REQUIRE_MESSAGE(tmpl, err);
+        CHECK(std::string(tmpl->name()) == family);
+        for (simdjson::dom::element r : t["renders"].get_array()) {
+            const auto &conv = convs.at(static_cast<size_t>(int64_t(r["conversation"])));
+            const bool add = bool(r["add_generation_prompt"]);
+            CAPTURE(add);
+            CHECK(tmpl->render(conv, add) == std::string{std::string_view(r["text"])});
+            ++n;
+        }
+    }
+    CHECK(n >= 17 * 6);
 }
