@@ -82,8 +82,12 @@ void llama_context::forward(std::span<const batch_token> batch) {
     const int n_tok = static_cast<int>(batch.size());
     const weight_matrix &embd = model_.token_embd();
 
-    for (int t = 0; t < n_tok; ++t)
-        dequantize_row(embd.type, embd.data + static_cast<size_t>(batch[t].token) * embd.row_bytes, &x_[t * E], E);
+    for (int t = 0; t < n_tok; ++t) {
+        float *x = &x_[t * E];
+        dequantize_row(embd.type, embd.data + static_cast<size_t>(batch[t].token) * embd.row_bytes, x, E);
+        if (hp.embd_scale != 0)
+            for (int i = 0; i < E; ++i) x[i] *= hp.embd_scale; // gemma
+    }
 
     for (int il = 0; il < hp.n_layer; ++il) {
         const llama_layer &L = model_.layers()[static_cast<size_t>(il)];
@@ -93,6 +97,7 @@ void llama_context::forward(std::span<const batch_token> batch) {
         const matmul_out qkv[] = {{&L.wq, q_.data()}, {&L.wk, k_.data()}, {&L.wv, v_.data()}};
         matmul(qkv, xb_.data(), n_tok, pool_, xq_);
         const auto rope = hp.rope_neox ? rope_neox : rope_norm;
+        const float theta = hp.rope_theta_of(il), freq_scale = hp.rope_scale_of(il);
         for (int t = 0; t < n_tok; ++t) {
             const int pos = batch[t].pos, seq = batch[t].seq;
             float *q = &q_[t * NQ], *k = &k_[t * NKV], *v = &v_[t * NKV];
@@ -105,10 +110,10 @@ void llama_context::forward(std::span<const batch_token> batch) {
                 for (int h = 0; h < hp.n_head; ++h) rms_norm(q + h * HD, L.q_norm, q + h * HD, HD, hp.rms_eps);
                 for (int h = 0; h < hp.n_head_kv; ++h) rms_norm(k + h * HD, L.k_norm, k + h * HD, HD, hp.rms_eps);
             }
-            for (int h = 0; h < hp.n_head; ++h)
-                rope(q + h * HD, HD, hp.n_rot, pos, hp.rope_theta, hp.rope_freq_scale, model_.rope_freqs());
-            for (int h = 0; h < hp.n_head_kv; ++h)
-                rope(k + h * HD, HD, hp.n_rot, pos, hp.rope_theta, hp.rope_freq_scale, model_.rope_freqs());
+            for (int h = 0; h < hp.n_head; ++h) rope(q + h * HD, HD, hp.n_rot, pos, theta, freq_scale, model_.rope_freqs());
+            for (int h = 0; h < hp.n_head_kv; ++h) rope(k + h * HD, HD, hp.n_rot, pos, theta, freq_scale, model_.rope_freqs());
+            if (hp.q_prescaled) // phi3, gemma: the scale on q, in float, before attention rounds it to half
+                for (int i = 0; i < NQ; ++i) q[i] *= hp.attn_scale;
             // K row at offset pos % B of the position's block, V column there
             const int B = block_size_, off = pos % B;
             uint16_t *kl = kv_layer(slots_.table(seq)[static_cast<size_t>(pos / B)], il);
@@ -123,14 +128,19 @@ void llama_context::forward(std::span<const batch_token> batch) {
         }
         attention(batch, il);
         matmul(L.wo, att_.data(), n_tok, xb_.data(), pool_, xq_);
+        if (L.attn_post_norm)
+            for (int t = 0; t < n_tok; ++t) rms_norm(&xb_[t * E], L.attn_post_norm, &xb_[t * E], E, hp.rms_eps);
         for (int t = 0; t < n_tok; ++t) add_inplace(&x_[t * E], &xb_[t * E], E);
 
         // --- feed-forward block ---
         for (int t = 0; t < n_tok; ++t) rms_norm(&x_[t * E], L.ffn_norm, &xb_[t * E], E, hp.rms_eps);
         const matmul_out gate_up[] = {{&L.w_gate, gate_.data()}, {&L.w_up, up_.data()}};
         matmul(gate_up, xb_.data(), n_tok, pool_, xq_);
-        for (int t = 0; t < n_tok; ++t) swiglu(&gate_[t * F], &up_[t * F], &gate_[t * F], F);
+        const auto act = hp.act == llama_hparams::ffn_act::gelu ? geglu : swiglu;
+        for (int t = 0; t < n_tok; ++t) act(&gate_[t * F], &up_[t * F], &gate_[t * F], F);
         matmul(L.w_down, gate_.data(), n_tok, xb_.data(), pool_, xq_);
+        if (L.ffn_post_norm)
+            for (int t = 0; t < n_tok; ++t) rms_norm(&xb_[t * E], L.ffn_post_norm, &xb_[t * E], E, hp.rms_eps);
         for (int t = 0; t < n_tok; ++t) add_inplace(&x_[t * E], &xb_[t * E], E);
     }
 
@@ -145,6 +155,7 @@ void llama_context::forward(std::span<const batch_token> batch) {
     for (int t = 0; t < n_tok; ++t)
         if (batch[t].logits) rms_norm(&x_[t * E], model_.output_norm(), &out_x_[o++ * E], E, hp.rms_eps);
     matmul(model_.output(), out_x_.data(), n_outputs_, logits_.data(), pool_, xq_);
+    if (hp.final_softcap > 0) softcap(logits_.data(), n_outputs_ * n_vocab_, hp.final_softcap); // gemma2
 }
 
 // Causal grouped-query attention for the batch's tokens. The work is split across threads by
@@ -177,7 +188,8 @@ void llama_context::attention(std::span<const batch_token> batch, int il) {
     const llama_hparams &hp = model_.hparams();
     const int NQ = hp.n_q(), NKV = hp.n_kv(), HD = hp.head_dim, B = block_size_;
     const int group = hp.n_head / hp.n_head_kv;
-    const float scale = 1.0f / std::sqrt(static_cast<float>(HD));
+    const float scale = hp.q_prescaled ? 1.0f : hp.attn_scale; // else q carries it
+    const int n_swa = hp.swa_layer(il) ? hp.n_swa : 0;
     const int n_tok = static_cast<int>(batch.size());
     const uint16_t *layer0 = kv_layer(0, il); // this layer in block 0; block b is b * block_halves_ further
     const size_t rows = static_cast<size_t>(group) * n_ctx_pad_; // per-thread scratch of one group
@@ -203,8 +215,9 @@ void llama_context::attention(std::span<const batch_token> batch, int il) {
             attn_scores(gemm, HD, n_keys, k0, table, block_halves_, B, NKV, qh, group, sc, n_ctx_pad_);
             for (int g = 0; g < group; ++g) {
                 float *sg = sc + static_cast<size_t>(g) * n_ctx_pad_;
+                if (hp.attn_softcap > 0) softcap(sg, n_keys, hp.attn_softcap); // gemma2
                 std::fill(sg + n_keys, sg + n_use, -INFINITY);
-                if (hp.n_swa > 0 && n_keys > hp.n_swa) std::fill(sg, sg + (n_keys - hp.n_swa), -INFINITY); // before the window
+                if (n_swa > 0 && n_keys > n_swa) std::fill(sg, sg + (n_keys - n_swa), -INFINITY); // before the window
                 softmax(sg, n_use, scale);
                 convert_row_f16(sg, ph + static_cast<size_t>(g) * n_ctx_pad_, n_use);
             }

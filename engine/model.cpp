@@ -53,22 +53,34 @@ std::optional<weight_format> parse_weight_format(std::string_view s) {
 
 const char *weight_format_names() { return "native, f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k"; }
 
-namespace {
 // What differs between the architectures the engine runs; the rest of the layer is LLaMA's.
 struct arch_traits {
     const char *name;
     bool rope_neox;
     bool qkv_bias; // attn_{q,k,v}.bias, required
     bool qk_norm;  // attn_{q,k}_norm.weight, required
+    bool fused;    // attn_qkv (q, k, v rows) and ffn_up (gate rows, then up rows): phi3
+    bool gemma;    // embeddings scaled, post-norms, GeGLU, q scaled first
+    int swa_pattern;
 };
 constexpr arch_traits kArchs[] = {
-    {"llama", false, false, false},
-    {"qwen2", true, true, false},
-    {"qwen3", true, false, true},
+    {"llama", false, false, false, false, false, 1}, {"qwen2", true, true, false, false, false, 1},
+    {"qwen3", true, false, true, false, false, 1},   {"phi3", true, false, false, true, false, 1},
+    {"gemma2", true, false, false, false, true, 2},  {"gemma3", true, false, true, false, true, 6},
 };
+
+namespace {
+
+// rows [row0, row0 + n) of w, in place: a part of a fused matrix
+weight_matrix rows_of(const weight_matrix &w, int64_t row0, int64_t n) {
+    weight_matrix part = w;
+    part.data = w.data + static_cast<size_t>(row0) * w.row_bytes;
+    part.n_out = n;
+    return part;
+}
 } // namespace
 
-const char *supported_architectures() { return "llama, qwen2, qwen3"; }
+const char *supported_architectures() { return "llama, qwen2, qwen3, phi3, gemma2, gemma3"; }
 
 std::unique_ptr<llama_model> llama_model::load(const std::string &path, const load_options &opts, std::string &err) {
     std::unique_ptr<llama_model> m(new llama_model());
@@ -133,6 +145,7 @@ bool llama_model::init(const load_options &opts, std::string &err) {
         hp_.rope_freq_scale = static_cast<float>(1.0 / *factor);
     }
     if (!(hp_.rope_theta > 0) || !(hp_.rms_eps > 0)) return fail("rope.freq_base and rms epsilon must be positive");
+    if (!arch_hparams(*traits, err)) return false;
 
     // --- tensors ---
     // note: converted_ holds vectors the file stores as F16, owned_ matrices converted to
@@ -203,20 +216,75 @@ bool llama_model::init(const load_options &opts, std::string &err) {
     for (int i = 0; i < hp_.n_layer; ++i) {
         llama_layer &l = layers_[static_cast<size_t>(i)];
         const std::string b = "blk." + std::to_string(i) + ".";
-        if (!vec(b + "attn_norm.weight", hp_.n_embd, l.attn_norm) ||
-            !matrix(b + "attn_q.weight", hp_.n_embd, hp_.n_q(), l.wq) ||
-            !matrix(b + "attn_k.weight", hp_.n_embd, hp_.n_kv(), l.wk) ||
-            !matrix(b + "attn_v.weight", hp_.n_embd, hp_.n_kv(), l.wv) ||
-            (traits->qkv_bias && (!vec(b + "attn_q.bias", hp_.n_q(), l.bq) || !vec(b + "attn_k.bias", hp_.n_kv(), l.bk) ||
+        if (!vec(b + "attn_norm.weight", hp_.n_embd, l.attn_norm)) return false;
+        if (traits->fused) {
+            weight_matrix qkv, up;
+            if (!matrix(b + "attn_qkv.weight", hp_.n_embd, hp_.n_q() + 2 * hp_.n_kv(), qkv) ||
+                !matrix(b + "ffn_up.weight", hp_.n_embd, 2 * static_cast<int64_t>(hp_.n_ff), up))
+                return false;
+            l.wq = rows_of(qkv, 0, hp_.n_q());
+            l.wk = rows_of(qkv, hp_.n_q(), hp_.n_kv());
+            l.wv = rows_of(qkv, hp_.n_q() + hp_.n_kv(), hp_.n_kv());
+            l.w_gate = rows_of(up, 0, hp_.n_ff);
+            l.w_up = rows_of(up, hp_.n_ff, hp_.n_ff);
+        } else if (!matrix(b + "attn_q.weight", hp_.n_embd, hp_.n_q(), l.wq) ||
+                   !matrix(b + "attn_k.weight", hp_.n_embd, hp_.n_kv(), l.wk) ||
+                   !matrix(b + "attn_v.weight", hp_.n_embd, hp_.n_kv(), l.wv) ||
+                   !matrix(b + "ffn_gate.weight", hp_.n_embd, hp_.n_ff, l.w_gate) ||
+                   !matrix(b + "ffn_up.weight", hp_.n_embd, hp_.n_ff, l.w_up)) {
+            return false;
+        }
+        if ((traits->qkv_bias && (!vec(b + "attn_q.bias", hp_.n_q(), l.bq) || !vec(b + "attn_k.bias", hp_.n_kv(), l.bk) ||
                                   !vec(b + "attn_v.bias", hp_.n_kv(), l.bv))) ||
             (traits->qk_norm && (!vec(b + "attn_q_norm.weight", hp_.head_dim, l.q_norm) ||
                                  !vec(b + "attn_k_norm.weight", hp_.head_dim, l.k_norm))) ||
             !matrix(b + "attn_output.weight", hp_.n_q(), hp_.n_embd, l.wo) ||
             !vec(b + "ffn_norm.weight", hp_.n_embd, l.ffn_norm) ||
-            !matrix(b + "ffn_gate.weight", hp_.n_embd, hp_.n_ff, l.w_gate) ||
-            !matrix(b + "ffn_up.weight", hp_.n_embd, hp_.n_ff, l.w_up) ||
             !matrix(b + "ffn_down.weight", hp_.n_ff, hp_.n_embd, l.w_down))
             return false;
+        if (traits->gemma && (!vec(b + "post_attention_norm.weight", hp_.n_embd, l.attn_post_norm) ||
+                              !vec(b + "post_ffw_norm.weight", hp_.n_embd, l.ffn_post_norm)))
+            return false;
+    }
+    return true;
+}
+
+// What differs by architecture, as llama.cpp's llama_model::load_hparams sets it.
+bool llama_model::arch_hparams(const arch_traits &traits, std::string &err) {
+    const gguf_file &f = *file_;
+    const std::string p = hp_.arch + ".";
+    auto fail = [&](std::string msg) { err = std::move(msg); return false; };
+    hp_.swa_pattern = traits.swa_pattern;
+    hp_.rope_theta_swa = hp_.rope_theta;
+    hp_.rope_freq_scale_swa = hp_.rope_freq_scale;
+    hp_.attn_scale = 1.0f / std::sqrt(static_cast<float>(hp_.head_dim));
+    if (hp_.arch == "phi3") {
+        // llama.cpp ignores Phi's window (its converters write one that is not the model's)
+        hp_.n_swa = 0;
+        hp_.q_prescaled = true;
+        if (hp_.n_q() != hp_.n_embd) return fail("phi3: n_head * head size must equal embedding_length");
+        if (f.tensor("rope_factors_long.weight") || f.tensor("rope_factors_short.weight"))
+            return fail("phi3 with LongRoPE factors (rope_factors_long/short, the 128k-context files) is not supported");
+    }
+    if (traits.gemma) {
+        hp_.q_prescaled = true;
+        hp_.embd_scale = std::sqrt(static_cast<float>(hp_.n_embd));
+        hp_.post_norms = true;
+        hp_.act = llama_hparams::ffn_act::gelu;
+        // gemma_pytorch's query scale: 27B models divide by sqrt(n_embd / n_head) instead
+        if ((hp_.arch == "gemma2" && hp_.n_layer == 46) || (hp_.arch == "gemma3" && hp_.n_layer == 62))
+            hp_.attn_scale = 1.0f / std::sqrt(static_cast<float>(hp_.n_embd / hp_.n_head));
+    }
+    if (hp_.arch == "gemma2") {
+        if (!f.find(p + "attention.sliding_window")) hp_.n_swa = 4096; // llama.cpp's default for gemma2
+        hp_.attn_softcap = static_cast<float>(f.get_float(p + "attn_logit_softcapping").value_or(50.0));
+        hp_.final_softcap = static_cast<float>(f.get_float(p + "final_logit_softcapping").value_or(30.0));
+        if (!(hp_.attn_softcap > 0) || !(hp_.final_softcap > 0)) return fail("gemma2: logit soft-capping must be positive");
+    }
+    if (hp_.arch == "gemma3") {
+        if (hp_.n_swa == 0) return fail("metadata 'gemma3.attention.sliding_window' is missing");
+        hp_.rope_theta_swa = 10000.0f;
+        hp_.rope_freq_scale_swa = 1.0f;
     }
     return true;
 }

@@ -4,6 +4,13 @@
 //   llama  LLaMA 1/2/3 (Llama 3's RoPE through rope_freqs.weight), SmolLM2, TinyLlama, Mistral 7B
 //   qwen2  Qwen 2 / 2.5: biases on q, k and v; NeoX RoPE
 //   qwen3  Qwen 3 (dense): RMS norms on each head of q and k before RoPE; NeoX RoPE
+//   phi3   Phi-3 / 3.5 mini (4k context): q, k and v in one matrix, gate and up in one; NeoX
+//          RoPE; q scaled before the scores
+//   gemma2 Gemma 2: embeddings times sqrt(n_embd); RMS norms after attention and after the
+//          feed-forward too; GeGLU; soft-capped attention scores and logits; a sliding window
+//          on every other layer; NeoX RoPE
+//   gemma3 Gemma 3 (text): as gemma2 without the soft caps, with q/k head norms, the window on
+//          five layers of six, whose RoPE has base 10000 and no scaling
 // Others are refused by name (supported_architectures()).
 #pragma once
 
@@ -35,8 +42,26 @@ struct llama_hparams {
     // RoPE pairs: false, dims (2i, 2i+1) (llama); true, dims (i, i + n_rot/2) (NeoX: qwen2, qwen3)
     bool rope_neox = false;
     // attention.sliding_window: a token attends to itself and the n_swa - 1 positions before it
-    // (0: the whole context)
+    // (0: the whole context), on the layers swa_layer() names
     int n_swa = 0;
+    // of each swa_pattern layers, all but the last have the window (llama.cpp's set_swa_pattern:
+    // 1 every layer, gemma2 2, gemma3 6); their RoPE has a base and scale of its own (gemma3's
+    // 10000 and 1; the others' are rope_theta and rope_freq_scale)
+    int swa_pattern = 1;
+    float rope_theta_swa = 10000.0f, rope_freq_scale_swa = 1.0f;
+    // the scores' scale; q_prescaled: q is multiplied by it before the dot products (phi3,
+    // gemma, as llama.cpp does, in float before q is rounded to half), else the scores are
+    float attn_scale = 0;
+    bool q_prescaled = false;
+    float embd_scale = 0;     // gemma: token embeddings times this (0: none)
+    float attn_softcap = 0;   // gemma2: scores s -> c * tanh(s / c) (0: none)
+    float final_softcap = 0;  // gemma2: logits likewise
+    bool post_norms = false;  // gemma: the attention and feed-forward outputs RMS-normed
+    enum class ffn_act : uint8_t { silu, gelu } act = ffn_act::silu; // silu(gate) * up, or GeGLU
+
+    bool swa_layer(int il) const { return n_swa > 0 && (swa_pattern == 1 || il % swa_pattern < swa_pattern - 1); }
+    float rope_theta_of(int il) const { return swa_layer(il) ? rope_theta_swa : rope_theta; }
+    float rope_scale_of(int il) const { return swa_layer(il) ? rope_freq_scale_swa : rope_freq_scale; }
 
     int n_q() const { return n_head * head_dim; }     // width of the query projection
     int n_kv() const { return n_head_kv * head_dim; } // width of a K or V row
@@ -75,13 +100,16 @@ struct llama_layer {
     const float *bq = nullptr, *bk = nullptr, *bv = nullptr; // (n_q,), (n_kv,), (n_kv,): qwen2
     const float *q_norm = nullptr, *k_norm = nullptr;        // (head_dim,), each head's: qwen3
     weight_matrix wo;        // (n_embd, n_q)
+    const float *attn_post_norm = nullptr, *ffn_post_norm = nullptr; // (n_embd,): gemma
     const float *ffn_norm;   // (n_embd,)
     weight_matrix w_gate;    // (n_ff, n_embd)
     weight_matrix w_up;      // (n_ff, n_embd)
     weight_matrix w_down;    // (n_embd, n_ff)
 };
 
-// "llama, qwen2, qwen3"
+struct arch_traits; // what differs by architecture (model.cpp)
+
+// "llama, qwen2, qwen3, phi3, gemma2, gemma3"
 const char *supported_architectures();
 
 class llama_model {
@@ -115,6 +143,7 @@ public:
 private:
     llama_model() = default;
     bool init(const load_options &opts, std::string &err);
+    bool arch_hparams(const arch_traits &traits, std::string &err);
 
     std::unique_ptr<gguf_file> file_;
     llama_hparams hp_;

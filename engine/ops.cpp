@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include <immintrin.h>
 
@@ -203,6 +204,37 @@ void matvec_f16_gemm_paged_ref(int n, int n_rows, const uint16_t *v, const int32
 
 void add_inplace(float *y, const float *x, int n) {
     for (int i = 0; i < n; ++i) y[i] += x[i];
+}
+
+namespace {
+// ggml's gelu: 0.5 x (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x^2))), in float, for every half
+const std::vector<uint16_t> &gelu_table() {
+    static const std::vector<uint16_t> table = [] {
+        constexpr float kCoefA = 0.044715f, kSqrt2OverPi = 0.79788456080286535587989211986876f;
+        std::vector<uint16_t> t(65536);
+        for (uint32_t i = 0; i < t.size(); ++i) {
+            const float x = fp16_to_fp32(static_cast<uint16_t>(i));
+            t[i] = fp32_to_fp16(0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoefA * x * x))));
+        }
+        return t;
+    }();
+    return table;
+}
+} // namespace
+
+void geglu(const float *g, const float *u, float *y, int n) {
+    const uint16_t *table = gelu_table().data();
+    for (int i = 0; i < n; ++i) {
+        const float x = g[i];
+        if (x <= -10.0f) y[i] = 0.0f;
+        else if (x >= 10.0f) y[i] = x * u[i];
+        else y[i] = fp16_to_fp32(table[fp32_to_fp16(x)]) * u[i];
+    }
+}
+
+void softcap(float *x, int n, float c) {
+    const float inv = 1.0f / c;
+    for (int i = 0; i < n; ++i) x[i] = std::tanh(x[i] * inv) * c;
 }
 
 // ---- AVX2 + F16C: the same operations lane for lane, so results are bit-identical ----

@@ -38,6 +38,13 @@ void swiglu(const float *g, const float *u, float *y, int n);
 void swiglu_ref(const float *g, const float *u, float *y, int n);
 void swiglu_avx2(const float *g, const float *u, float *y, int n); // bit-identical to swiglu_ref
 
+// y = gelu(g) * u as llama.cpp's CPU GeGLU computes it: gelu (its tanh form) read from a table
+// of every half-precision input, at g rounded to half; 0 for g <= -10, g itself for g >= 10.
+// y may alias g. The table (128 KiB) is built on first use.
+void geglu(const float *g, const float *u, float *y, int n);
+// x = c * tanh(x / c), in place: soft-capping (gemma2's attention scores and logits)
+void softcap(float *x, int n, float c);
+
 // sum_i a[i] * b[i] over halves widened to float: 32 partial sums (4 x 8 lanes) by fma, folded
 // pairwise, then the tail in double. This is llama.cpp's F16 dot order, used for attention so
 // that scores match its F16 KV cache bit for bit.

@@ -7,7 +7,9 @@ llama-cpp-python, gguf and numpy at the versions .venv-test pins for gen_tiny_mo
 
 Per model: the file's sha256, a prompt of token ids evaluated as one batch and the logits of
 its last token (all of them: the vocabulary is small), then 16 greedy tokens fed one at a time
-and the logits after the last of them.
+and the logits after the last of them. For the models with a SentencePiece vocabulary also
+llama.cpp's tokens (BOS added, special tokens parsed) of the texts below and of a chat that
+llama.cpp's template renderer wrote from the file's template.
 """
 
 from __future__ import annotations
@@ -30,6 +32,26 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "fixtures" / "tiny_models.json"
 PROMPT = [5, 77, 120, 264, 3, 200, 45, 99, 150, 12, 230, 7, 258, 61]
 N_GREEDY = 16
+TEXTS = ["Hello world", " leading space", "the cat sat on the mat.", "  two  spaces  ", "\ttab\nnewline\n\n",
+         "naïve café 日本語 🙂", "What is the capital of France?", "[INST]inside[/INST] after",
+         "<|user|>\nHi<|end|>\n  x", "<start_of_turn>user\nWhat day?<end_of_turn>\n", "", "\u2581literal",
+         "<unk> and <s>text</s>", "ALL CAPS 2024!"]
+CHAT = [("system", "You are brief."), ("user", "What is the capital of France?"), ("assistant", "Paris."),
+        ("user", "And the day?")]
+
+
+def rendered_chat(llm: Llama) -> str:
+    """The chat as llama.cpp's built-in renderer writes it for the file's template."""
+    tmpl = llm.metadata["tokenizer.chat_template"].encode()
+    msgs = (llama_cpp.llama_chat_message * len(CHAT))()
+    keep = []
+    for i, (role, content) in enumerate(CHAT):
+        keep += [role.encode(), content.encode()]
+        msgs[i].role, msgs[i].content = keep[-2], keep[-1]
+    buf = ctypes.create_string_buffer(4096)
+    n = llama_cpp.llama_chat_apply_template(tmpl, msgs, len(CHAT), True, buf, len(buf))
+    assert 0 < n < len(buf), n
+    return buf.raw[:n].decode()
 
 
 def logits(llm: Llama) -> np.ndarray:
@@ -57,14 +79,21 @@ def main() -> None:
                 llm.eval([t])
                 cur = logits(llm)
             srt = np.sort(batch)[::-1]
-            doc["models"].append({
+            entry = {
                 "name": s.name,
                 "arch": s.arch,
                 "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
                 "batch_logits": [float(v) for v in batch],
                 "greedy_ids": greedy,
                 "step_logits": [float(v) for v in cur],
-            })
+            }
+            if s.spm:
+                chat = rendered_chat(llm)
+                entry["chat"] = [{"role": r, "content": c} for r, c in CHAT]
+                entry["chat_text"] = chat
+                entry["tokenize"] = [{"text": t, "ids": llm.tokenize(t.encode(), add_bos=True, special=True)}
+                                     for t in TEXTS + [chat]]
+            doc["models"].append(entry)
             print(f"  {s.name}: logits std {batch.std():.3f}, top-2 margin {srt[0] - srt[1]:.4f}, greedy {greedy}")
             del llm
     OUT.write_text(json.dumps(doc, separators=(",", ":")) + "\n")

@@ -12,6 +12,39 @@
 
 namespace actorserve::cli {
 
+namespace {
+// What the forward pass does beyond LLaMA's layer, as read from the file.
+std::string arch_features(const llama_model &model) {
+    const llama_hparams &hp = model.hparams();
+    const llama_layer &l0 = model.layers().front();
+    char buf[160];
+    std::string s = hp.rope_neox ? "NeoX RoPE" : "LLaMA RoPE";
+    if (model.rope_freqs()) s += " with rope_freqs divisors";
+    if (l0.bq) s += ", q/k/v biases";
+    if (l0.q_norm) s += ", q/k head norms";
+    if (l0.wq.tensor == l0.wk.tensor) s += ", fused qkv and gate/up matrices";
+    if (hp.embd_scale != 0) s += ", embeddings scaled";
+    if (hp.post_norms) s += ", post-norms";
+    s += hp.act == llama_hparams::ffn_act::gelu ? ", GeGLU" : ", SwiGLU";
+    if (hp.attn_softcap > 0) {
+        std::snprintf(buf, sizeof buf, ", soft caps %g (scores) and %g (logits)", static_cast<double>(hp.attn_softcap),
+                      static_cast<double>(hp.final_softcap));
+        s += buf;
+    }
+    if (hp.n_swa > 0) {
+        if (hp.swa_pattern == 1) std::snprintf(buf, sizeof buf, ", window %d on every layer", hp.n_swa);
+        else std::snprintf(buf, sizeof buf, ", window %d on %d of every %d layers", hp.n_swa, hp.swa_pattern - 1, hp.swa_pattern);
+        s += buf;
+        if (hp.rope_theta_swa != hp.rope_theta || hp.rope_freq_scale_swa != hp.rope_freq_scale) {
+            std::snprintf(buf, sizeof buf, " (their RoPE base %g, scale %g)", static_cast<double>(hp.rope_theta_swa),
+                          static_cast<double>(hp.rope_freq_scale_swa));
+            s += buf;
+        }
+    }
+    return s;
+}
+} // namespace
+
 int cmd_info(const model_options &o) {
     std::string err;
     auto m = load_model(o, err);
@@ -64,8 +97,7 @@ int cmd_info(const model_options &o) {
 
     std::printf("file:            %s (%.1f MB, GGUF v%u)\n", f.path().c_str(), static_cast<double>(f.file_size()) / 1e6, f.version());
     std::printf("name:            %s\n", f.get_string("general.name").value_or("(none)").c_str());
-    std::printf("architecture:    %s (%s RoPE%s%s)\n", hp.arch.c_str(), hp.rope_neox ? "NeoX" : "LLaMA",
-                model.layers().front().bq ? ", q/k/v biases" : "", model.layers().front().q_norm ? ", q/k head norms" : "");
+    std::printf("architecture:    %s (%s)\n", hp.arch.c_str(), arch_features(model).c_str());
     std::printf("parameters:      %.1f M\n", static_cast<double>(n_params) / 1e6);
     std::printf("context (train): %d\n", hp.n_ctx_train);
     std::printf("embedding:       %d\n", hp.n_embd);
@@ -84,8 +116,10 @@ int cmd_info(const model_options &o) {
                 static_cast<double>(model.resident_weight_bytes()) / 1e6,
                 static_cast<double>(model.owned_weight_bytes()) / 1e6,
                 static_cast<double>(model.mapped_weight_bytes()) / 1e6);
-    std::printf("vocab:           %d (bos %d, eos %d, add bos %s, pre-tokenizer %s)\n", tok.n_vocab(), tok.bos(),
-                tok.eos(), tok.add_bos() ? "yes" : "no", tok.pre_name().c_str());
+    const std::string tok_desc = tok.model_kind() == tokenizer::kind::spm ? std::string("SentencePiece")
+                                                                         : "byte-level BPE, pre-tokenizer " + tok.pre_name();
+    std::printf("vocab:           %d (bos %d, eos %d, add bos %s, %s)\n", tok.n_vocab(), tok.bos(), tok.eos(),
+                tok.add_bos() ? "yes" : "no", tok_desc.c_str());
     std::printf("chat template:   %s\n", tmpl_desc.c_str());
     std::printf("simd:            %s\n", simd_level());
     return 0;

@@ -2,7 +2,10 @@
 // random weights (scripts/gen_tiny_models.py, written into the build tree by the ctest fixture
 // engine.tiny_models) and llama.cpp's logits on them (tests/fixtures/tiny_models.json, from
 // scripts/gen_tiny_reference.py): LLaMA with the K-quant mix of a Q4_K_M file, Llama 3's RoPE
-// divisors, Qwen 2's biases and NeoX RoPE, Qwen 3's per-head q/k norms.
+// divisors, Qwen 2's biases and NeoX RoPE, Qwen 3's per-head q/k norms, LLaMA with a
+// SentencePiece vocabulary, Phi-3's fused matrices, Gemma 2's soft caps, post-norms, GeGLU and
+// alternating window, Gemma 3's head norms and window layers with a RoPE of their own. On the
+// SentencePiece models also llama.cpp's tokens of a few texts and of a chat its renderer wrote.
 #include "tests/support/paths.h"
 #include <doctest/doctest.h>
 #include <simdjson.h>
@@ -13,8 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/chat_template.h"
 #include "engine/forward.h"
 #include "engine/quants.h"
+#include "engine/tokenizer.h"
 
 using namespace actorserve;
 
@@ -29,6 +34,36 @@ struct tiny_case {
     std::vector<float> batch_logits, step_logits;
     std::vector<int32_t> greedy;
 };
+
+std::vector<int32_t> ints(simdjson::dom::element e) {
+    std::vector<int32_t> v;
+    for (int64_t x : e.get_array()) v.push_back(static_cast<int32_t>(x));
+    return v;
+}
+
+// llama.cpp's tokens of each text (BOS added, specials parsed), and its rendering of the chat
+// from the file's template against ours, tokenized as a chat prompt.
+void check_tokens(const llama_model &model, simdjson::dom::element m) {
+    std::string err;
+    const auto tok = tokenizer::from_gguf(model.file(), err);
+    REQUIRE_MESSAGE(tok, err);
+    CHECK(tok->model_kind() == tokenizer::kind::spm);
+    for (simdjson::dom::element t : m["tokenize"].get_array()) {
+        const std::string text{std::string_view(t["text"])};
+        CAPTURE(text);
+        CHECK(encode_prompt(*tok, text) == ints(t["ids"]));
+    }
+    std::vector<chat_message> chat;
+    for (simdjson::dom::element c : m["chat"].get_array())
+        chat.push_back({std::string(std::string_view(c["role"])), std::string(std::string_view(c["content"]))});
+    const auto tmpl = chat_template::detect(std::string(*model.file().get_string("tokenizer.chat_template")), err);
+    REQUIRE_MESSAGE(tmpl, err);
+    const rendered_chat r = tmpl->render_marked(chat, true);
+    const std::string want{std::string_view(m["chat_text"])};
+    CHECK(r.text == want);
+    const simdjson::dom::array all = m["tokenize"].get_array();
+    CHECK(encode_prompt(*tok, r.text, r.controls) == ints(all.at(all.size() - 1)["ids"]));
+}
 
 std::vector<float> floats(simdjson::dom::element e) {
     std::vector<float> v;
@@ -92,6 +127,8 @@ TEST_CASE("arch: every tiny model's logits and greedy tokens match llama.cpp's")
         }
         CHECK(greedy == c.greedy);
         CHECK(worst(cur, c.step_logits) <= kTolLogit);
+        if (m["tokenize"].error() == simdjson::SUCCESS) check_tokens(*model, m);
     }
-    for (const char *a : {"llama", "qwen2", "qwen3"}) CHECK(std::count(archs.begin(), archs.end(), a) >= 1);
+    for (const char *a : {"llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"})
+        CHECK(std::count(archs.begin(), archs.end(), a) >= 1);
 }

@@ -124,7 +124,7 @@ TEST_CASE("model: a tensor of a type the engine does not compute is named with i
 }
 
 TEST_CASE("model: another architecture, a missing tensor, a wrong shape and bad heads are refused") {
-    CHECK(load_error(write_tiny_model("gpt2")).find("unsupported architecture 'gpt2' (supported: llama, qwen2, qwen3)") != std::string::npos);
+    CHECK(load_error(write_tiny_model("gpt2")).find("unsupported architecture 'gpt2' (supported: llama, qwen2, qwen3, phi3, gemma2, gemma3)") != std::string::npos);
     CHECK(load_error(write_tiny_model("llama", "blk.0.attn_k.weight")).find("tensor 'blk.0.attn_k.weight' is missing") !=
           std::string::npos);
     CHECK(load_error(write_tiny_model("llama", "", "", 0, 2, 48))
