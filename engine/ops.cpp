@@ -207,14 +207,18 @@ void add_inplace(float *y, const float *x, int n) {
 }
 
 namespace {
-// ggml's gelu: 0.5 x (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x^2))), in float, for every half
+// ggml's gelu: 0.5 x (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x^2))), in float, for every half.
+// note: GCC contracts ggml's 1 + 0.044715 x x into fma(0.044715 x, x, 1) (C's default
+// -ffp-contract=fast, with FMA enabled); written so here, since this tree compiles with
+// contraction off. It changes one entry of the table (x = -1.999), enough to move a Gemma 3
+// 270M logit by 0.5 once a token's activation lands on it.
 const std::vector<uint16_t> &gelu_table() {
     static const std::vector<uint16_t> table = [] {
         constexpr float kCoefA = 0.044715f, kSqrt2OverPi = 0.79788456080286535587989211986876f;
         std::vector<uint16_t> t(65536);
         for (uint32_t i = 0; i < t.size(); ++i) {
             const float x = fp16_to_fp32(static_cast<uint16_t>(i));
-            t[i] = fp32_to_fp16(0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoefA * x * x))));
+            t[i] = fp32_to_fp16(0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * std::fma(kCoefA * x, x, 1.0f))));
         }
         return t;
     }();

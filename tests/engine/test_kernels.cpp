@@ -411,6 +411,26 @@ TEST_CASE("ops: swiglu is silu(g) * u; f16 dot orders agree with the exact sum")
     CHECK(dot_f16_lanes(37, ah.data(), bh.data()) == doctest::Approx(dot_f16_f16_ref(37, ah.data(), bh.data())).epsilon(1e-5));
 }
 
+TEST_CASE("ops: geglu is gelu(g) * u at g rounded to half, 0 and g outside [-10, 10]; softcap bounds by c") {
+    const float g[8] = {-12, -10, -3, -0.5f, 0, 0.75f, 10, 11}, u[8] = {2, 2, 2, 2, 2, 2, 2, 2};
+    float y[8];
+    geglu(g, u, y, 8);
+    for (int i = 0; i < 8; ++i) {
+        const double x = g[i] <= -10 ? 0 : g[i] >= 10 ? g[i] : 0.5 * g[i] * (1 + std::tanh(0.7978845608 * g[i] * (1 + 0.044715 * g[i] * g[i])));
+        CHECK(y[i] == doctest::Approx(x * 2).epsilon(2e-3)); // the table holds halves
+    }
+    // llama.cpp's value (its ffn_geglu on Gemma 3 270M) at the one half where GCC's fma
+    // contraction of ggml's gelu changes the table: -0.045501709 * u, not -0.045471191 * u
+    const float g1 = -1.9989111f, u1 = 1.0f;
+    geglu(&g1, &u1, y, 1);
+    CHECK(y[0] == -0.045501708984375f);
+    float x[4] = {-1000, -1, 0.5f, 1000};
+    softcap(x, 4, 30.0f);
+    CHECK(x[0] == doctest::Approx(-30));
+    CHECK(x[1] == doctest::Approx(30 * std::tanh(-1.0 / 30)));
+    CHECK(x[3] == doctest::Approx(30));
+}
+
 TEST_CASE("ops: AVX2 f16 dots are bit-identical to their references in both orders") {
     if (!cpu_has_avx2()) return;
     for (int n : {8, 32, 64, 96, 200, 1024}) {
