@@ -40,8 +40,10 @@ void swiglu_avx2(const float *g, const float *u, float *y, int n); // bit-identi
 
 // y = gelu(g) * u as llama.cpp's CPU GeGLU computes it: gelu (its tanh form) read from a table
 // of every half-precision input, at g rounded to half; 0 for g <= -10, g itself for g >= 10.
-// y may alias g. The table (128 KiB) is built on first use.
+// y may alias g. The table (128 KiB, and 256 KiB widened to floats for AVX2) is built on first use.
 void geglu(const float *g, const float *u, float *y, int n);
+void geglu_ref(const float *g, const float *u, float *y, int n);
+void geglu_avx2(const float *g, const float *u, float *y, int n); // bit-identical to geglu_ref
 // x = c * tanh(x / c), in place: soft-capping (gemma2's attention scores and logits)
 void softcap(float *x, int n, float c);
 

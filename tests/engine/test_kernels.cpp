@@ -540,6 +540,27 @@ TEST_CASE("ops: AVX2 softmax and swiglu are bit-identical to their references, f
     }
 }
 
+TEST_CASE("ops: AVX2 geglu is bit-identical to its reference on every finite half, ties and the +-10 edges") {
+    if (!cpu_has_avx2()) return;
+    std::vector<float> g;
+    for (uint32_t h = 0; h < 65536; ++h) {
+        const float x = fp16_to_fp32(static_cast<uint16_t>(h));
+        if (!std::isfinite(x)) continue;
+        g.push_back(x);
+        g.push_back(std::nextafter(x, 1e30f)); // between halves: the rounding decides the entry
+    }
+    for (float x : {-10.0f, 10.0f, std::nextafter(-10.0f, 0.0f), std::nextafter(10.0f, 0.0f), -1e30f, 1e30f}) g.push_back(x);
+    g.push_back(fp16_to_fp32(0x3c00) + 0x1p-11f); // exactly halfway between 1 and the next half
+    const int n = static_cast<int>(g.size());     // not a multiple of 8: the tail too
+    const std::vector<float> u = wave(n, 1.5f);
+    std::vector<float> yr(g.size()), ys(g.size());
+    geglu_ref(g.data(), u.data(), yr.data(), n);
+    geglu_avx2(g.data(), u.data(), ys.data(), n);
+    int differ = 0;
+    for (size_t i = 0; i < g.size(); ++i) differ += std::memcmp(&yr[i], &ys[i], sizeof(float)) != 0;
+    CHECK(differ == 0);
+}
+
 TEST_CASE("quants: AVX2 activation quantization writes the reference's bytes") {
     if (!cpu_has_avx2()) return;
     const int n = 32 * 9;
