@@ -581,11 +581,11 @@ tile_kernel_info tile_kernel(tensor_type weight) {
     const simd_isa isa = selected_simd_isa();
     if (isa == simd_isa::avx512vnni) {
         switch (weight) {
-        case tensor_type::q4_0: return {tile_q4_0_q8_0_zmm, kZmmTileRows, kZmmTileCols, 8};
-        case tensor_type::q4_1: return {tile_q4_1_q8_1_zmm, kZmmTileRows, kZmmTileCols, 0};
-        case tensor_type::q8_0: return {tile_q8_0_q8_0_zmm, kZmmTileRows, kZmmTileCols, 128};
-        case tensor_type::q5_0: return {tile_q5_0_q8_0_zmm, kZmmTileRows, kZmmTileCols, 16};
-        case tensor_type::q5_1: return {tile_q5_1_q8_1_zmm, kZmmTileRows, kZmmTileCols, 0};
+        case tensor_type::q4_0: return {tile_q4_0_q8_0_zmm, kZmmSignedRows, kZmmSignedCols, 8};
+        case tensor_type::q4_1: return {tile_q4_1_q8_1_zmm, kZmmMinRows, kZmmMinCols, 0};
+        case tensor_type::q8_0: return {tile_q8_0_q8_0_zmm, kZmmSignedRows, kZmmSignedCols, 128};
+        case tensor_type::q5_0: return {tile_q5_0_q8_0_zmm, kZmmSignedRows, kZmmSignedCols, 16};
+        case tensor_type::q5_1: return {tile_q5_1_q8_1_zmm, kZmmMinRows, kZmmMinCols, 0};
         default: break; // the K-quants below
         }
     }
