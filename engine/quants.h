@@ -124,8 +124,9 @@ AS_TILE_DECL(tile_q5_1_q8_1_avx512)
 // 4 rows x 8 tokens (each token's loads serve two row pairs: 2-7% faster on a Gemma 3 270M
 // prompt, mostly Q5_0, in alternating runs on a noisy machine); those with a min (Q4_1, Q5_1)
 // stay 2 x 16, whose min terms fill a vector per row (4 x 8 measured no better on SmolLM2).
-constexpr int kZmmTileRows = 4, kZmmTileCols = 16;
 constexpr int kZmmSignedRows = 4, kZmmSignedCols = 8, kZmmMinRows = 2, kZmmMinCols = 16;
+constexpr int kZmmTileRows = kZmmSignedRows > kZmmMinRows ? kZmmSignedRows : kZmmMinRows; // the bounds
+constexpr int kZmmTileCols = kZmmSignedCols > kZmmMinCols ? kZmmSignedCols : kZmmMinCols; // of both
 AS_TILE_DECL(tile_q4_0_q8_0_zmm)
 AS_TILE_DECL(tile_q4_1_q8_1_zmm)
 AS_TILE_DECL(tile_q8_0_q8_0_zmm)
