@@ -65,8 +65,9 @@ void matmul(std::span<const matmul_out> outs, const float *x, int64_t n_tok, thr
     const bool k_quant = at == tensor_type::q8_k; // the token's scale is a float in its block
     const tile_kernel_info tk = scaled || k_quant ? tile_kernel(w0.type) : tile_kernel_info{};
     const bool tiled = tk.fn != nullptr && n_tok >= kMinTileTokens;
+    const kzmm_fn kz = k_quant && n_tok >= kMinTileTokens ? kzmm_kernel(w0.type) : nullptr;
     // The group's work units, matrix after matrix: rows (one-row kernel) or tiles of tk.rows rows.
-    const int64_t unit_rows = tiled ? tk.rows : 1;
+    const int64_t unit_rows = kz != nullptr ? kKzRows : tiled ? tk.rows : 1;
     unit_map units;
     units.n = static_cast<int>(outs.size());
     units.first[0] = 0;
@@ -74,6 +75,33 @@ void matmul(std::span<const matmul_out> outs, const float *x, int64_t n_tok, thr
         units.first[k + 1] = units.first[k] + (outs[static_cast<size_t>(k)].w->n_out + unit_rows - 1) / unit_rows;
     const int64_t n_units = units.first[units.n];
 
+    if (kz != nullptr) { // the K-quants' 512-bit kernel: tokens packed once, 16 to a register
+        static_assert(kTokenBlock % kKzTokens == 0 && kTokenBlock <= kKzMaxTokens);
+        const int64_t nb = n_in / QK_K, n_tiles = (n_tok + kKzTokens - 1) / kKzTokens;
+        const size_t need = static_cast<size_t>(n_tiles * nb) * kKzWords;
+        if (scratch.xk.size() < need) scratch.xk.resize(need);
+        int32_t *pack = scratch.xk.data();
+        pool.parallel_for_dynamic(n_tiles, 1, [&](int64_t a, int64_t e) {
+            for (int64_t t = a; t < e; ++t) kzmm_pack(xqd, x_row, n_tok, nb, t, pack);
+        });
+        pool.parallel_for_dynamic(n_units, grain(n_units, pool), [&](int64_t u0, int64_t u1) {
+            for (int64_t tb = 0; tb < n_tok; tb += kTokenBlock) {
+                const int64_t te = std::min<int64_t>(n_tok, tb + kTokenBlock);
+                for (int64_t u = u0, k = units.find(u0, 0); u < u1; ++u) {
+                    k = units.find(u, static_cast<int>(k));
+                    const weight_matrix &w = *outs[static_cast<size_t>(k)].w;
+                    float *y = outs[static_cast<size_t>(k)].y;
+                    const int64_t r = (u - units.first[k]) * kKzRows;
+                    const int nr = static_cast<int>(std::min<int64_t>(kKzRows, w.n_out - r));
+                    const uint8_t *rows = w.data + static_cast<size_t>(r) * w.row_bytes;
+                    if (r + kPrefetchRows + kKzRows <= w.n_out) prefetch(rows + kPrefetchRows * w.row_bytes, kKzRows * w.row_bytes);
+                    kz(n_in, rows, w.row_bytes, nr, pack + static_cast<size_t>(tb / kKzTokens * nb) * kKzWords, te - tb,
+                       y + tb * w.n_out + r, static_cast<size_t>(w.n_out));
+                }
+            }
+        });
+        return;
+    }
     if (!tiled) {
         const dot_cols_fn dot = dot_cols_kernel(w0.type);
         assert(dot != nullptr);

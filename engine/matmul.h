@@ -29,6 +29,7 @@ struct matmul_scratch {
     std::vector<float> xd;   // (n_tok, n_in / 32, 2) their block scales as floats
     std::vector<float> xt;   // (n_in / 32, 2, n_tok + padding) the same, transposed
     std::vector<int32_t> xc; // (n_tok, n_in / 32, 8) offset sums for the tiles that take them
+    std::vector<int32_t> xk; // Q8_K tokens packed for the 512-bit K-quant kernel (quants_k.h)
 };
 void matmul(const weight_matrix &w, const float *x, int64_t n_tok, float *y, thread_pool &pool,
             matmul_scratch &scratch);

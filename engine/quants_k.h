@@ -85,4 +85,16 @@ AS_KTILE_DECL(tile_q5_k_q8_k_avx512)
 AS_KTILE_DECL(tile_q6_k_q8_k_avx512)
 #undef AS_KTILE_DECL
 
+// The 512-bit VNNI kernel (tile_k_zmm.cpp), tokens in the lanes: kzmm_pack writes token tile
+// `tile` (tokens 16 tile .. 16 tile + 15 of xq, zeros past n_tok) as kKzWords int32 per
+// super-block: the Q8_K bytes as int16 pairs transposed (word 16 j + c is token c's pair j),
+// the 16 scales, the bsum pairs of the mins term. A kzmm_fn takes nr <= kKzRows weight rows and
+// the pack from a tile's start, and writes y[t * ys + r] for t < n_tok <= kKzMaxTokens, r < nr:
+// each output the one-row kernel's bits. kzmm_kernel is null unless the level is avx512vnni.
+constexpr int kKzTokens = 16, kKzRows = 16, kKzMaxTokens = 64;
+constexpr size_t kKzWords = kKzTokens * (QK_K / 2 + 1 + 4);
+void kzmm_pack(const void *xq, size_t x_row, int64_t n_tok, int64_t nb, int64_t tile, int32_t *pack);
+using kzmm_fn = void (*)(int64_t n, const void *w, size_t ws, int nr, const int32_t *pack, int64_t n_tok, float *y, size_t ys);
+kzmm_fn kzmm_kernel(tensor_type t);
+
 } // namespace actorserve

@@ -7,6 +7,7 @@
 #include "engine/gguf.h"
 #include "engine/matmul.h"
 #include "engine/quants.h"
+#include "engine/quants_k.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 
@@ -77,9 +78,13 @@ int cmd_info(const model_options &o) {
     auto plan = [&](const weight_matrix &w) {
         const tile_kernel_info tk = tile_kernel(w.type);
         std::string p = std::string("x ") + tensor_type_name(activation_type(w.type)) + " activations, ";
-        p += tk.fn ? std::to_string(tk.rows) + "x" + std::to_string(tk.cols) + " register tiles from " +
-                         std::to_string(kMinTileTokens) + " tokens, the one-row kernel below"
-                   : std::string("the one-row kernel");
+        if (kzmm_kernel(w.type) != nullptr)
+            p += "512-bit VNNI kernel of " + std::to_string(kKzRows) + " rows x " + std::to_string(kKzTokens) +
+                 "-token lanes from " + std::to_string(kMinTileTokens) + " tokens, the one-row kernel below";
+        else
+            p += tk.fn ? std::to_string(tk.rows) + "x" + std::to_string(tk.cols) + " register tiles from " +
+                             std::to_string(kMinTileTokens) + " tokens, the one-row kernel below"
+                       : std::string("the one-row kernel");
         plans[tensor_type_name(w.type)] = p;
     };
     plan(model.token_embd());

@@ -348,6 +348,57 @@ TEST_CASE("kquants: K-quant register tiles give every output the one-row kernel'
         }
 }
 
+TEST_CASE("kquants: the 512-bit K-quant kernel gives every output the one-row kernel's bits, tails too") {
+    if (kzmm_kernel(tensor_type::q4_k) == nullptr) {
+        MESSAGE("SKIPPED: the selected level is not avx512vnni");
+        return;
+    }
+    constexpr int kTokens = 37; // two whole tiles of 16 and a tail of 5
+    for (tensor_type t : {tensor_type::q4_k, tensor_type::q5_k, tensor_type::q6_k})
+        for (int64_t n : kSizesK) {
+            CAPTURE(tensor_type_name(t));
+            CAPTURE(n);
+            const size_t ws = row_bytes(t, n), xs = row_bytes(tensor_type::q8_k, n);
+            std::vector<uint8_t> w, x;
+            for (int r = 0; r < kKzRows; ++r) {
+                const std::vector<uint8_t> row = random_row(t, n, 700 + static_cast<uint64_t>(r));
+                w.insert(w.end(), row.begin(), row.end());
+            }
+            for (int c = 0; c < kTokens; ++c) {
+                std::vector<float> v = wave(n, 0.37f * static_cast<float>(c));
+                if (c == 3) std::fill(v.begin(), v.end(), 0.0f); // a token of zeros: d = 0
+                const std::vector<uint8_t> xc = activations(t, v);
+                x.insert(x.end(), xc.begin(), xc.end());
+            }
+            const int64_t nb = n / QK_K, tiles = (kTokens + kKzTokens - 1) / kKzTokens;
+            std::vector<int32_t> pack(static_cast<size_t>(tiles * nb) * kKzWords);
+            for (int64_t tile = 0; tile < tiles; ++tile) kzmm_pack(x.data(), xs, kTokens, nb, tile, pack.data());
+            const dot_fn one = dot_kernel(t);
+            const kzmm_fn fn = kzmm_kernel(t);
+            for (int nr = 1; nr <= kKzRows; ++nr)
+                for (int64_t first = 0; first < kTokens; first += kKzTokens) // from each tile's start
+                    for (int64_t nt : {int64_t{1}, int64_t{5}, kTokens - first}) {
+                        std::vector<float> y(static_cast<size_t>(kTokens * kKzRows), -1.0f);
+                        fn(n, w.data(), ws, nr, pack.data() + static_cast<size_t>(first / kKzTokens * nb) * kKzWords, nt,
+                           y.data() + first * kKzRows, kKzRows);
+                        int mismatches = 0, touched = 0;
+                        for (int64_t c = 0; c < kTokens; ++c)
+                            for (int r = 0; r < kKzRows; ++r) {
+                                const float got = y[static_cast<size_t>(c * kKzRows + r)];
+                                if (c >= first && c < first + nt && r < nr)
+                                    mismatches += !same_bits(got, one(n, w.data() + r * ws, x.data() + c * xs));
+                                else
+                                    touched += got != -1.0f;
+                            }
+                        CAPTURE(nr);
+                        CAPTURE(first);
+                        CAPTURE(nt);
+                        CHECK(mismatches == 0);
+                        CHECK(touched == 0);
+                    }
+        }
+}
+
 TEST_CASE("kquants: the AVX2 Q8_K quantizer writes the reference's bytes, ties and extremes too") {
     if (!cpu_has_avx2()) {
         MESSAGE("SKIPPED: no AVX2");
