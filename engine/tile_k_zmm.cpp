@@ -69,6 +69,13 @@ template <class W> AS_KZMM void repack(const W &wb, krow &k) {
     }
 }
 
+// acc + the int16 pair products of x and the pair at w broadcast, with the broadcast folded into
+// the instruction's memory operand (GCC 12 emits a separate vpbroadcastd for the intrinsic).
+AS_KZMM inline __m512i dpwssd_bcast(__m512i acc, __m512i x, const int32_t *w) {
+    asm("vpdpwssd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(x), "m"(*w));
+    return acc;
+}
+
 // One (token tile, super-block) step for R rows (1 or 2, so that the 8 R integer lanes and the
 // token pairs fit in the 32 registers): the lanes, then their one fma each into the float lanes
 // (memory: acc[r][l], acc_m[r][m]).
@@ -82,7 +89,7 @@ AS_KZMM inline void kstep(const krow *const *k, const int32_t *x, __m512 *const 
         _Pragma("GCC unroll 16") for (int j = 0; j < 16; ++j) { // pair j of the step: lane j / 2
             const __m512i xv = _mm512_loadu_si512(x + 16 * (16 * s + j));
             _Pragma("GCC unroll 2") for (int r = 0; r < R; ++r)
-                lane[r][j / 2] = _mm512_dpwssd_epi32(lane[r][j / 2], xv, _mm512_set1_epi32(k[r]->w[16 * s + j]));
+                lane[r][j / 2] = dpwssd_bcast(lane[r][j / 2], xv, &k[r]->w[16 * s + j]);
         }
     }
     const __m512 xd = _mm512_loadu_ps(reinterpret_cast<const float *>(x + kWordD));
