@@ -197,6 +197,7 @@ caf::actor spawn_cache(caf::actor_system &sys, const cache_settings &s, const st
         } else {
             c->sem = std::make_unique<semantic_cache>(s.sem);
             c->counts.semantic_enabled = true;
+            if (!c->sem->lexicon_note().empty()) notes.push_back("semantic cache: " + c->sem->lexicon_note());
         }
     }
     if (!s.dir.empty()) {

@@ -2,7 +2,7 @@
 // (the report, the curve) and tests/cache/test_eval.cpp (the targets at the compiled-in default).
 //
 // A pair (a, b) stands for "a is cached, b is asked". At threshold t a pair is a hit when
-// cos(a, b) >= t, and, with the guard, check_near_miss(b, a, cos(a, b)) accepts it. Paraphrase hit rate =
+// cos(a, b) >= t, and, with the guard, check_near_miss(b, a, cos(a, b), WordNet) accepts it. Paraphrase hit rate =
 // paraphrase hits / paraphrases; false-hit rate = near-miss hits / near misses.
 #pragma once
 
@@ -18,8 +18,9 @@ namespace actorserve::cache_eval {
 
 struct pair {
     std::string a, b, label, kind;
+    std::string split;           // "tune" or "heldout" where the set is split; empty otherwise
     float cosine = 0.0f;
-    near_miss_verdict verdict;   // check_near_miss(b, a, cosine)
+    near_miss_verdict verdict;   // check_near_miss(b, a, cosine, WordNet)
     bool paraphrase() const { return label == "paraphrase"; }
 };
 
@@ -51,6 +52,8 @@ inline bool load_set(const std::string &path, std::vector<pair> &out, std::strin
             return false;
         }
         p.a = a, p.b = b, p.label = label, p.kind = kind;
+        std::string_view split;
+        if (o["split"].get_string().get(split) == simdjson::SUCCESS) p.split = split;
         out.push_back(std::move(p));
     }
     return true;

@@ -21,6 +21,7 @@ const char *to_string(near_miss_reason r) {
     case near_miss_reason::entity: return "entity";
     case near_miss_reason::question_kind: return "question_kind";
     case near_miss_reason::reversed_relation: return "reversed_relation";
+    case near_miss_reason::antonym: return "antonym";
     case near_miss_reason::substitution: return "substitution";
     }
     return "?";
@@ -572,9 +573,29 @@ std::string substitution(const std::vector<token> &a, const std::vector<token> &
     return "'" + original(a, only_a[0]) + "' vs '" + original(b, only_b[0]) + "'";
 }
 
+// A content word found on one side only whose WordNet opposite is a content word found on the
+// other side only, compared through their base forms ("colder" -> "cold").
+std::string opposite_words(const std::vector<token> &a, const std::vector<token> &b, const wordnet &wn) {
+    auto only = [](const std::vector<token> &x, const std::vector<token> &y) {
+        std::set<std::string> in_y;
+        for (const auto &t : y) in_y.insert(t.stemmed);
+        std::vector<const token *> out;
+        for (const auto &t : x)
+            if (is_content(t) && !in_y.count(t.stemmed)) out.push_back(&t);
+        return out;
+    };
+    for (const token *x : only(a, b))
+        for (const token *y : only(b, a))
+            for (const auto &bx : wn.base_forms(x->lower))
+                for (const auto &by : wn.base_forms(y->lower))
+                    if (wn.antonyms(bx, by) || wn.antonyms(by, bx)) return "'" + x->text + "' vs '" + y->text + "'";
+    return {};
+}
+
 } // namespace
 
-near_miss_verdict check_near_miss(std::string_view query, std::string_view cached_question, float similarity) {
+near_miss_verdict check_near_miss(std::string_view query, std::string_view cached_question, float similarity,
+                                  const wordnet *lexicon) {
     near_miss_verdict v;
     const std::vector<token> a = tokenize(query), b = tokenize(cached_question);
 
@@ -615,6 +636,12 @@ near_miss_verdict check_near_miss(std::string_view query, std::string_view cache
         v.detail = "relation reversed: " + d;
         return v;
     }
+    if (lexicon)
+        if (std::string d = opposite_words(a, b, *lexicon); !d.empty()) {
+            v.reason = near_miss_reason::antonym;
+            v.detail = "opposites: " + d;
+            return v;
+        }
     if (std::string d = substitution(a, b); !d.empty() && similarity < kSubstitutionTrust) {
         v.reason = near_miss_reason::substitution;
         v.detail = "one key word differs: " + d;

@@ -16,6 +16,9 @@
 //   reversed       for a relation word present once in each (than, to, from, before, of, cause,
 //                  ...), a word before it in one text is after it in the other and vice versa
 //                  ("X heavier than Y" / "Y heavier than X", "from A to B" / "from B to A")
+//   antonym        a word found on one side only has its WordNet opposite among the words found
+//                  on the other side only ("hot" / "cold", "buy" / "sell"), whatever the
+//                  similarity (only when the caller passes WordNet)
 //   substitution   all content words agree except exactly one on each side, the two are not in
 //                  the small synonym table ("sort a list" / "reverse a list", lowercase
 //                  "france" / "germany"), and the similarity is below kSubstitutionTrust
@@ -38,9 +41,11 @@
 #include <string>
 #include <string_view>
 
+#include "cache/wordnet.h"
+
 namespace actorserve {
 
-enum class near_miss_reason { none, negation, number, direction, entity, question_kind, reversed_relation, substitution };
+enum class near_miss_reason { none, negation, number, direction, entity, question_kind, reversed_relation, antonym, substitution };
 
 const char *to_string(near_miss_reason r);
 
@@ -54,7 +59,9 @@ struct near_miss_verdict {
 };
 
 // similarity: the candidate's cosine similarity to the query (only the substitution check uses
-// it); the default applies every check.
-near_miss_verdict check_near_miss(std::string_view query, std::string_view cached_question, float similarity = -1.0f);
+// it); the default applies every check. lexicon: WordNet for the antonym check (the semantic
+// cache passes wordnet::system()); nullptr skips that check.
+near_miss_verdict check_near_miss(std::string_view query, std::string_view cached_question, float similarity = -1.0f,
+                                  const wordnet *lexicon = nullptr);
 
 } // namespace actorserve

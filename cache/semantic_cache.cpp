@@ -51,6 +51,10 @@ std::unique_ptr<faiss::IndexIDMap2> make_index(const semantic_settings &s, faiss
 semantic_cache::semantic_cache(semantic_settings s, cache_clock clock) : settings_(s), clock_(std::move(clock)) {
     if (!clock_) clock_ = system_clock_ms;
     assert(settings_.dim > 0 && settings_.top_k > 0);
+    if (settings_.guard && !settings_.lexicon) {
+        settings_.lexicon = wordnet::system(&lexicon_note_);
+        if (!settings_.lexicon) lexicon_note_ += "; the near-miss guard runs without its antonym check";
+    }
 }
 
 semantic_cache::~semantic_cache() = default;
@@ -224,7 +228,7 @@ semantic_lookup semantic_cache::lookup(const std::string &scope, std::span<const
         offered += 1;
         out.above_threshold += 1;
         if (settings_.guard) {
-            near_miss_verdict v = check_near_miss(question, eit->second.question, sims[i]);
+            near_miss_verdict v = check_near_miss(question, eit->second.question, sims[i], settings_.lexicon.get());
             if (v.rejected()) {
                 stats_.guard_rejections += 1;
                 if (!out.rejected.rejected()) out.rejected = std::move(v);

@@ -55,6 +55,9 @@ struct semantic_settings {
     int dim = 384;                        // all-MiniLM-L6-v2
     float threshold = kDefaultSemanticThreshold;
     bool guard = true;                    // apply the near-miss guard to candidates
+    // WordNet for the guard's antonym check; when null and the guard is on, the cache takes
+    // wordnet::system() (lexicon_note() says when that is absent).
+    std::shared_ptr<const wordnet> lexicon;
     int top_k = 4;                        // candidates above the threshold offered to the guard
     semantic_index_kind index = semantic_index_kind::flat;
     int hnsw_m = 32;                      // graph degree
@@ -121,6 +124,8 @@ public:
 
     const semantic_cache_stats &stats() const { return stats_; }
     const semantic_settings &settings() const { return settings_; }
+    // Empty when the guard has WordNet (or is off); otherwise why it has not, for the log.
+    const std::string &lexicon_note() const { return lexicon_note_; }
     size_t size() const { return entries_.size(); }
     bool contains(uint64_t id) const { return entries_.count(id) > 0; }
     // Vectors held by FAISS over all scopes: == size() for flat, size() + tombstones for HNSW.
@@ -152,6 +157,7 @@ private:
                         cached_answer answer, int64_t expires, uint64_t freq);
 
     semantic_settings settings_;
+    std::string lexicon_note_;
     cache_clock clock_;
     uint64_t next_id_ = 1;
     std::unordered_map<std::string, std::unique_ptr<scope_index>> scopes_;

@@ -35,6 +35,7 @@ APT_PACKAGES=(
   libfaiss-dev libopenblas-dev ccache ninja-build
   chromium prometheus
   python3.11-doc
+  wordnet-base wordnet-dev
 )
 
 MODEL_NAME="SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -114,3 +114,21 @@ TEST_CASE("guard: deterministic and symmetric in its decision") {
     CHECK(check_near_miss("", "").reason == near_miss_reason::none);
     CHECK(check_near_miss("'''...???", "\xff\xfe").reason == near_miss_reason::none);
 }
+
+TEST_CASE("guard: a word swapped for its WordNet opposite is refused at any similarity") {
+    std::string why_not;
+    const auto wn = wordnet::system(&why_not);
+    REQUIRE_MESSAGE(wn, why_not);
+    auto with_wordnet = [&](const char *a, const char *b, float sim) { return check_near_miss(a, b, sim, wn.get()); };
+    near_miss_verdict v = with_wordnet("Is it better to sleep in a hot room?", "Is it better to sleep in a cold room?", 0.97f);
+    CHECK(v.reason == near_miss_reason::antonym);
+    CHECK(v.detail == "opposites: 'hot' vs 'cold'");
+    CHECK(with_wordnet("When should I buy shares?", "When should I sell shares?", 0.95f).reason == near_miss_reason::antonym);
+    CHECK(with_wordnet("Why do my arms feel heavy after lifting?", "Why do my arms feel light after lifting?", 0.95f).reason ==
+          near_miss_reason::antonym);
+    // Without WordNet the same pair passes at that similarity (the substitution check trusts it).
+    CHECK(check_near_miss("When should I buy shares?", "When should I sell shares?", 0.95f).reason == near_miss_reason::none);
+    // Paraphrases keep passing.
+    CHECK(with_wordnet("How do I delete a file in Linux?", "How do I remove a file in Linux?", 0.9f).reason == near_miss_reason::none);
+    CHECK(with_wordnet("Why is the sky blue?", "What makes the sky look blue?", 0.9f).reason == near_miss_reason::none);
+}
