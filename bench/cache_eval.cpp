@@ -118,6 +118,8 @@ int main(int argc, char **argv) {
     app.add_flag("--dump", dump, "print every pair with its cosine and the guard's verdict");
     std::string split;
     app.add_option("--split", split, "only the pairs whose \"split\" field is this (tune, heldout)");
+    int senses = kSynonymSenses;
+    app.add_option("--senses", senses, "senses of each word searched for a shared synset (tuning)");
     int rounds = 200;
     app.add_option("--rounds", rounds, "rounds of the guard timing");
     CLI11_PARSE(app, argc, argv);
@@ -156,7 +158,7 @@ int main(int argc, char **argv) {
     // The guard, timed over many rounds (it is microseconds per pair).
     const auto t_guard = std::chrono::steady_clock::now();
     for (int r = 0; r < rounds; ++r)
-        for (pair &p : set) p.verdict = check_near_miss(p.b, p.a, p.cosine, lexicon.get());
+        for (pair &p : set) p.verdict = check_near_miss(p.b, p.a, lexicon.get(), senses);
     const double guard_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t_guard).count() /
                             (rounds * double(set.size()));
 

@@ -212,7 +212,7 @@ int main(int argc, char **argv) {
             if (e["label"].get(label) || label != "paraphrase" || e["a"].get(a) || e["b"].get(b)) continue;
             probe p{std::string(a), std::string(b), emb->embed(a), 0};
             p.similarity = dot(p.vec, emb->embed(b));
-            if (p.similarity < threshold || check_near_miss(p.paraphrase, p.question, p.similarity, wordnet::system().get()).rejected()) {
+            if (p.similarity < threshold || check_near_miss(p.paraphrase, p.question, wordnet::system().get()).rejected()) {
                 ++refused;
                 continue;
             }

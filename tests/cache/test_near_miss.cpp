@@ -2,133 +2,125 @@
 
 #include "cache/near_miss.h"
 
-#include <chrono>
+#include <string>
 
 using namespace actorserve;
 
 namespace {
 
-near_miss_reason why(const char *a, const char *b, float similarity = -1.0f) {
-    return check_near_miss(a, b, similarity).reason;
+// The guard as the server runs it: with WordNet (scripts/setup.sh installs wordnet-base).
+const wordnet *lexicon() {
+    static std::string why_not;
+    static const auto wn = wordnet::system(&why_not);
+    REQUIRE_MESSAGE(wn, why_not);
+    return wn.get();
 }
+
+near_miss_verdict judge(const char *query, const char *cached) { return check_near_miss(query, cached, lexicon()); }
+near_miss_reason why(const char *query, const char *cached) { return judge(query, cached).reason; }
 
 } // namespace
 
-TEST_CASE("guard: paraphrases pass") {
-    // One added or swapped word passes only with a similarity of at least kSubstitutionTrust.
-    CHECK(why("What is the capital of France?", "What's the capital city of France?") == near_miss_reason::substitution);
-    CHECK(why("What is the capital of France?", "What's the capital city of France?", 0.9f) == near_miss_reason::none);
-    CHECK(why("How do I reverse a list in Python?", "In Python, what's the way to reverse a list?") == near_miss_reason::none);
-    CHECK(why("how do i delete a git branch", "How can I remove a branch in git?") == near_miss_reason::none);
-    CHECK(why("Why is the sky blue?", "What makes the sky look blue?") == near_miss_reason::none);
-    CHECK(why("Convert 5 km to miles", "How many miles is 5 km?", 0.9f) == near_miss_reason::none);
-    CHECK(why("How many legs does a spider have?", "Number of legs on a spider?", 0.9f) == near_miss_reason::none);
-    CHECK(why("What’s a good way to learn Rust?", "How should I learn Rust?") == near_miss_reason::none);
+TEST_CASE("guard: every content word matched by itself, an inflection or a WordNet synonym passes") {
+    CHECK(why("What's the capital of France?", "What is the capital of France?") == near_miss_reason::none);
+    CHECK(why("how do i sort lists in python", "How do I sort a list in Python?") == near_miss_reason::none);
+    CHECK(why("Who was the inventor of the telephone?", "Who invented the telephone?") == near_miss_reason::none);   // derived
+    CHECK(why("What is the meaning of ubiquitous?", "What does ubiquitous mean?") == near_miss_reason::none);
+    CHECK(why("How frequently should I water a cactus?", "How often should I water a cactus?") == near_miss_reason::none);
+    CHECK(why("What is the height of Mount Everest?", "How tall is Mount Everest?") == near_miss_reason::none);   // attribute
+    CHECK(why("Can I safely eat raw cookie dough?", "Is it safe to eat raw cookie dough?") == near_miss_reason::none);
+    CHECK(why("What's the price of a boiler service?", "How much is a boiler service?") == near_miss_reason::none);
+    CHECK(why("How do I get rid of duplicates in a list?", "How do I get rid of duplicates in a list?") == near_miss_reason::none);
+    // "which city" restates what a bare "what" asks; two different answer types do not.
+    CHECK(why("Which city is the capital of Australia?", "What is the capital of Australia?") == near_miss_reason::none);
+    CHECK(why("What currency do they use in Brazil?", "What language do they speak in Brazil?") == near_miss_reason::unmatched);
 }
 
-TEST_CASE("guard: different numbers are refused, number words included") {
-    CHECK(why("What is 15% of 200?", "What is 15% of 300?") == near_miss_reason::number);
-    CHECK(why("Convert 5 km to miles", "Convert 50 km to miles") == near_miss_reason::number);
-    CHECK(why("Who won the World Cup in 2018?", "Who won the World Cup in 2014?") == near_miss_reason::number);
-    CHECK(why("What is three times four?", "What is 3 times 4?") == near_miss_reason::none);
-    CHECK(why("How long to boil two eggs", "How long to boil three eggs") == near_miss_reason::number);
+TEST_CASE("guard: greetings, hesitations and misspellings are not content") {
+    CHECK(why("Hi team, quick question: how do I cancel my subscription? Many thanks", "How do I cancel my subscription?") ==
+          near_miss_reason::none);
+    CHECK(why("um so how do i uh cancel my subscription", "How do I cancel my subscription?") == near_miss_reason::none);
+    CHECK(why("whats the capital of france", "What's the capital of France?") == near_miss_reason::none);
+    CHECK(why("How do I chnage the email adress on my acount?", "How do I change the email address on my account?") ==
+          near_miss_reason::none);
+    // Two real words are never typos of each other, nor two words WordNet does not know.
+    CHECK(why("How do I set up a direct debt?", "How do I set up a direct debit?") == near_miss_reason::unmatched);
+    CHECK(why("Does Jet2 fly from Gatwik to Faro?", "Does Jet2 fly from Gatwick to Faro?") == near_miss_reason::entity);
+    // A stretch with a number is never a greeting.
+    CHECK(why("Thanks, 3 tickets please", "Thanks, 4 tickets please") == near_miss_reason::number);
+}
+
+TEST_CASE("guard: a word without a counterpart is refused: negating verbs, quantifiers, scope") {
+    near_miss_verdict v = judge("Which foods should I avoid before surgery?", "Which foods should I eat before surgery?");
+    CHECK(v.reason == near_miss_reason::unmatched);
+    CHECK(v.detail == "'avoid' has no counterpart in the cached question");
+    CHECK(why("Should I stop watering succulents in winter?", "Should I water succulents in winter?") == near_miss_reason::unmatched);
+    CHECK(why("How do I prevent a cold?", "How do I treat a cold?") == near_miss_reason::unmatched);
+    CHECK(why("Do some birds fly?", "Do all birds fly?") == near_miss_reason::unmatched);
+    CHECK(why("Can I book a GP appointment for my elderly mother?", "Can I book a GP appointment for myself?") ==
+          near_miss_reason::unmatched);
+    CHECK(why("How do I poach an egg?", "How do I boil an egg?") == near_miss_reason::unmatched);
+    // A collocation's particle is content: "opt out" is not "opt in".
+    v = judge("How do I opt out of the pension?", "How do I opt in to the pension?");
+    CHECK(v.reason == near_miss_reason::unmatched);
+    CHECK(v.detail == "'opt out' has no counterpart in the cached question");
+}
+
+TEST_CASE("guard: opposites, negations, numbers, directions, names and question words") {
+    near_miss_verdict v = judge("Is it better to sleep in a cold room?", "Is it better to sleep in a hot room?");
+    CHECK(v.reason == near_miss_reason::antonym);
+    CHECK(v.detail == "opposites: 'cold' vs 'hot'");
+    CHECK(why("When should I sell shares?", "When should I buy shares?") == near_miss_reason::antonym);
+    CHECK(why("How do I check out of the hotel?", "How do I check in to the hotel?") == near_miss_reason::antonym);
+    CHECK(why("Why doesnt my code compile?", "Why does my code compile?") == near_miss_reason::negation);
+    CHECK(why("Can I take ibuprofen without food?", "Can I take ibuprofen with food?") == near_miss_reason::negation);
+    CHECK(why("Convert 50 km to miles", "Convert 5 km to miles") == near_miss_reason::number);
     CHECK(why("a list of twenty five items", "a list of 25 items") == near_miss_reason::none);
-    CHECK(why("Which one is faster?", "Which is faster?") == near_miss_reason::none);
-    near_miss_verdict v = check_near_miss("Is 1,000 bigger than 999?", "Is 1000 bigger than 998?");
-    CHECK(v.reason == near_miss_reason::number);
-    CHECK(v.detail == "numbers differ: {999, 1000} vs {998, 1000}");
-}
-
-TEST_CASE("guard: negation differences are refused") {
-    CHECK(why("Can I take ibuprofen with food?", "Can I take ibuprofen without food?") == near_miss_reason::negation);
-    CHECK(why("Why does my code compile?", "Why doesn't my code compile?") == near_miss_reason::negation);
-    CHECK(why("Is it safe to drink tap water?", "Is it not safe to drink tap water?") == near_miss_reason::negation);
-    CHECK(why("Should I never use goto?", "Should I use goto?") == near_miss_reason::negation);
-}
-
-TEST_CASE("guard: names that differ are refused, by capitalisation and token shape") {
-    CHECK(why("What is the capital of France?", "What is the capital of Germany?") == near_miss_reason::entity);
-    CHECK(why("How do I install Docker on Ubuntu?", "How do I install Docker on Fedora?") == near_miss_reason::entity);
-    CHECK(why("Is the iPhone waterproof?", "Is the Pixel waterproof?") == near_miss_reason::entity);
-    CHECK(why("What does NASA stand for?", "What does NATO stand for?") == near_miss_reason::entity);
-    CHECK(why("How fast is an H100?", "How fast is an H200?") != near_miss_reason::none);
-    // A made-up name is caught without any list of names.
-    CHECK(why("Who founded Zorblax Industries?", "Who founded Quintrell Industries?") == near_miss_reason::entity);
-    // A capitalised word at a sentence start is a name only against another unmatched name.
-    CHECK(why("Summarise the plot of Hamlet", "Give me a summary of the plot of Hamlet") == near_miss_reason::none);
-    CHECK(why("Paris is in which country?", "Lyon is in which country?") == near_miss_reason::entity);
-    // Lowercase typing: the one-word substitution check stands in.
-    CHECK(why("what is the capital of france", "what is the capital of germany") == near_miss_reason::substitution);
-}
-
-TEST_CASE("guard: comparison and superlative direction") {
-    CHECK(why("What is the largest planet?", "What is the smallest planet?") == near_miss_reason::direction);
-    CHECK(why("What is the cheapest flight to Rome?", "What is the most expensive flight to Rome?") == near_miss_reason::direction);
-    CHECK(why("Do I need more sleep as I age?", "Do I need less sleep as I age?") == near_miss_reason::direction);
-    CHECK(why("Should I stretch before running?", "Should I stretch after running?") == near_miss_reason::direction);
-    CHECK(why("What is the least expensive car?", "What is the cheapest car?") == near_miss_reason::none);
-    CHECK(why("What is the biggest ocean?", "Which ocean is the largest?") == near_miss_reason::none);
+    CHECK(why("What is the smallest planet?", "What is the largest planet?") == near_miss_reason::direction);
+    CHECK(why("Should I stretch after running?", "Should I stretch before running?") == near_miss_reason::direction);
+    CHECK(why("What's the energy price cap from January?", "What's the energy price cap from October?") == near_miss_reason::entity);
+    CHECK(why("what is the capital of germany", "what is the capital of france") != near_miss_reason::none);
+    CHECK(why("When was Hamlet written?", "Who wrote Hamlet?") == near_miss_reason::question_kind);
 }
 
 TEST_CASE("guard: the same words around a relation in reverse order are refused") {
-    CHECK(why("Is an elephant heavier than a whale?", "Is a whale heavier than an elephant?") == near_miss_reason::reversed_relation);
-    CHECK(why("How do I convert celsius to fahrenheit?", "How do I convert fahrenheit to celsius?") == near_miss_reason::reversed_relation);
-    CHECK(why("Cheap flights from London to Paris", "Cheap flights from Paris to London") == near_miss_reason::reversed_relation);
-    CHECK(why("Does stress cause insomnia?", "Does insomnia cause stress?") == near_miss_reason::reversed_relation);
-    // Symmetric links are not relations: the order does not matter.
-    CHECK(why("Difference between TCP and UDP?", "Difference between UDP and TCP?") == near_miss_reason::none);
-    CHECK(why("Is python or java faster?", "Is java or python faster?") == near_miss_reason::none);
+    CHECK(why("Is a whale heavier than an elephant?", "Is an elephant heavier than a whale?") == near_miss_reason::reversed_relation);
+    CHECK(why("Convert 5 miles to km", "Convert 5 km to miles") == near_miss_reason::reversed_relation);
+    CHECK(why("Does insomnia cause stress?", "Does stress cause insomnia?") == near_miss_reason::reversed_relation);
+    // Symmetric links and a phrase moved as a whole change nothing.
+    CHECK(why("Difference between UDP and TCP?", "Difference between TCP and UDP?") == near_miss_reason::none);
+    CHECK(why("To my car insurance policy, can I add my partner?", "Can I add my partner to my car insurance policy?") ==
+          near_miss_reason::none);
 }
 
-TEST_CASE("guard: one key word swapped is refused unless the two are listed synonyms") {
-    CHECK(why("How do I sort a list in Python?", "How do I reverse a list in Python?") == near_miss_reason::substitution);
-    CHECK(why("What are the symptoms of flu?", "What are the causes of flu?") == near_miss_reason::substitution);
-    CHECK(why("How do I delete a file in Linux?", "How do I remove a file in Linux?") == near_miss_reason::none);
-    CHECK(why("How do I write a for loop in Rust?", "How do I write a while loop in Rust?") == near_miss_reason::substitution);
-    CHECK(why("How do I make a pivot table in Excel?", "How do I delete a pivot table in Excel?") == near_miss_reason::substitution);
-    // A strong embedding agreement overrides a single swap (and only a swap).
-    CHECK(check_near_miss("How do I change a flat tire?", "How do I change a flat tyre?", 0.95f).reason == near_miss_reason::none);
-    CHECK(check_near_miss("How do I change a flat tire?", "How do I change a flat tyre?", 0.80f).reason == near_miss_reason::substitution);
-    CHECK(check_near_miss("What is the capital of France?", "What is the capital of Germany?", 0.99f).reason == near_miss_reason::entity);
-    near_miss_verdict v = check_near_miss("how to boil rice", "how to fry rice");
-    CHECK(v.reason == near_miss_reason::substitution);
-    CHECK(v.detail == "one key word differs: 'boil' vs 'fry'");
-}
-
-TEST_CASE("guard: who, when, where and why ask different questions") {
-    CHECK(why("Who invented the telephone?", "When was the telephone invented?") == near_miss_reason::question_kind);
-    CHECK(why("Why did the Berlin Wall fall?", "When did the Berlin Wall fall?") == near_miss_reason::question_kind);
-    CHECK(why("When did World War II end?", "In what year did World War II end?", 0.9f) == near_miss_reason::none);
+TEST_CASE("guard: what it cannot judge is refused") {
+    std::string longer;
+    for (int i = 0; i < 70; ++i) longer += "word" + std::to_string(i) + " ";
+    const near_miss_verdict v = check_near_miss(longer, longer, lexicon());
+    CHECK(v.reason == near_miss_reason::unjudged);
+    CHECK(v.detail == "too long to compare word by word: 70 words (at most 64)");
+    // Without WordNet only identical words and stripped inflections match.
+    CHECK(check_near_miss("how do i sort lists in python", "How do I sort a list in Python?", nullptr).reason == near_miss_reason::none);
+    CHECK(check_near_miss("Who was the inventor of the telephone?", "Who invented the telephone?", nullptr).reason ==
+          near_miss_reason::unmatched);
+    CHECK(check_near_miss("When should I sell shares?", "When should I buy shares?", nullptr).reason == near_miss_reason::unmatched);
 }
 
 TEST_CASE("guard: deterministic and symmetric in its decision") {
     const char *pairs[][2] = {{"What is the capital of France?", "What is the capital of Germany?"},
                               {"Why is the sky blue?", "What makes the sky look blue?"},
+                              {"Which foods should I avoid before surgery?", "Which foods should I eat before surgery?"},
                               {"Is a whale heavier than an elephant?", "Is an elephant heavier than a whale?"}};
     for (auto &p : pairs) {
-        near_miss_verdict x = check_near_miss(p[0], p[1]), y = check_near_miss(p[0], p[1]), z = check_near_miss(p[1], p[0]);
+        near_miss_verdict x = judge(p[0], p[1]), y = judge(p[0], p[1]), z = judge(p[1], p[0]);
         CHECK(x.reason == y.reason);
         CHECK(x.detail == y.detail);
         CHECK(x.rejected() == z.rejected());
     }
-    CHECK(check_near_miss("", "").reason == near_miss_reason::none);
-    CHECK(check_near_miss("'''...???", "\xff\xfe").reason == near_miss_reason::none);
-}
-
-TEST_CASE("guard: a word swapped for its WordNet opposite is refused at any similarity") {
-    std::string why_not;
-    const auto wn = wordnet::system(&why_not);
-    REQUIRE_MESSAGE(wn, why_not);
-    auto with_wordnet = [&](const char *a, const char *b, float sim) { return check_near_miss(a, b, sim, wn.get()); };
-    near_miss_verdict v = with_wordnet("Is it better to sleep in a hot room?", "Is it better to sleep in a cold room?", 0.97f);
-    CHECK(v.reason == near_miss_reason::antonym);
-    CHECK(v.detail == "opposites: 'hot' vs 'cold'");
-    CHECK(with_wordnet("When should I buy shares?", "When should I sell shares?", 0.95f).reason == near_miss_reason::antonym);
-    CHECK(with_wordnet("Why do my arms feel heavy after lifting?", "Why do my arms feel light after lifting?", 0.95f).reason ==
-          near_miss_reason::antonym);
-    // Without WordNet the same pair passes at that similarity (the substitution check trusts it).
-    CHECK(check_near_miss("When should I buy shares?", "When should I sell shares?", 0.95f).reason == near_miss_reason::none);
-    // Paraphrases keep passing.
-    CHECK(with_wordnet("How do I delete a file in Linux?", "How do I remove a file in Linux?", 0.9f).reason == near_miss_reason::none);
-    CHECK(with_wordnet("Why is the sky blue?", "What makes the sky look blue?", 0.9f).reason == near_miss_reason::none);
+    CHECK(why("", "") == near_miss_reason::none);
+    CHECK(why("'''...???", "?!") == near_miss_reason::none);
+    CHECK(judge("\xff\xfe", "'''").rejected());
+    // Words outside ASCII are content, compared as written.
+    CHECK(why("北京的人口是多少？", "上海的人口是多少？") == near_miss_reason::unmatched);
+    CHECK(why("Wie groß ist Köln?", "Wie groß ist Bonn?") != near_miss_reason::none);
 }
