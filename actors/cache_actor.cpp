@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <unordered_set>
 
 #include "cache/exact_cache.h"
 #include "engine/embedder.h"
@@ -15,6 +16,7 @@ namespace {
 // actor's state is gone, can still save it.
 struct caches {
     cache_settings cfg;
+    std::unordered_set<std::string> semantic_off;   // cfg.semantic_off
     std::string model;
     exact_cache exact;
     std::unique_ptr<semantic_cache> sem;   // null: semantic lookups off
@@ -24,7 +26,7 @@ struct caches {
     bool dirty = false;
 
     caches(const cache_settings &s, std::string model_name)
-        : cfg(s), model(std::move(model_name)), exact(s.exact) {}
+        : cfg(s), semantic_off(s.semantic_off.begin(), s.semantic_off.end()), model(std::move(model_name)), exact(s.exact) {}
 
     std::string path(const char *name) const { return (std::filesystem::path(cfg.dir) / name).string(); }
 
@@ -74,15 +76,26 @@ cache_reply lookup(caches &c, cache_query &q) {
         r.similarity = 1.0f;
         return r;
     }
+    const std::string scope_id = q.semantic_ok ? semantic_scope_id(c.model, q.system_prompt) : std::string();
+    if (q.debug) {
+        if (!c.cfg.debug_hits) r.debug_refused = "this server does not show cache entries ([cache] debug_hits = false)";
+        else if (!q.semantic_ok) r.debug_refused = "not a first question: the semantic cache is not asked";
+        else r.scope_id = scope_id;
+    }
+    const bool semantic_off = q.semantic_ok && c.semantic_off.count(scope_id) > 0;
+    if (semantic_off) ++c.counts.semantic_off;
     if (c.sem && c.emb && q.semantic_ok && (q.allow_sampled || is_deterministic(q.params.sampling))) {
+        // The embedding is made also where semantic hits are off: the answer is stored all the
+        // same, so that switching them on again finds it.
         r.vec = c.emb->embed(q.question);
-        if (!r.vec.empty()) {
+        if (!r.vec.empty() && !semantic_off) {
             auto found = c.sem->lookup(semantic_scope(c.model, q.system_prompt, q.params), r.vec, q.question);
             if (found.hit) {
                 ++c.counts.hits_semantic;
                 r.kind = cache_reply::semantic;
                 r.answer = std::move(found.hit->answer);
                 r.similarity = found.hit->similarity;
+                if (q.debug && c.cfg.debug_hits) r.cached_question = std::move(found.hit->question);
                 r.vec.clear();
                 return r;
             }

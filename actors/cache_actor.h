@@ -40,6 +40,9 @@ struct cache_settings {
     bool semantic = true;                 // needs embed_model_dir
     semantic_settings sem;                // threshold, index kind, guard, limits
     std::string embed_model_dir = "models/all-MiniLM-L6-v2";
+    // Scope ids (semantic_scope_id: model and system prompt) whose requests get exact hits only.
+    std::vector<std::string> semantic_off;
+    bool debug_hits = false;              // a request's cache_debug may see the cached question
     std::string dir;                      // where the caches persist; "": memory only
     int save_interval_s = 60;
     size_t mailbox_limit = 1024;
@@ -53,6 +56,7 @@ struct cache_query {
     bool semantic_ok = false;             // a first question: no earlier turns, one user message
     std::string system_prompt;            // with semantic_ok
     std::string question;                 // with semantic_ok: the user message
+    bool debug = false;                   // the client asked which entry served it
 };
 
 struct cache_reply {
@@ -62,6 +66,8 @@ struct cache_reply {
     float similarity = 0.0f;              // exact: 1; semantic: the cosine
     std::vector<float> vec;               // miss with semantic_ok: the question's embedding,
                                           // handed back with the store
+    // With query.debug: the scope's id, the cached question of a semantic hit, or why not.
+    std::string scope_id, cached_question, debug_refused;
 };
 
 struct cache_store {

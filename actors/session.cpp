@@ -41,6 +41,9 @@ struct session_st {
         std::optional<gen_request> held;  // submitted once the cache has answered
         bool cancel_held = false;         // cancelled while the cache (or the RAG actor) was asked
         int n_prompt = 0;
+        // cache_debug: what done tells (see chat_done)
+        bool cache_debug = false;
+        std::string cache_scope, cache_debug_refused;
         // retrieval
         std::optional<chat_request> searching; // waiting for the RAG actor's passages
         std::vector<rag_source> sources;  // the passages the prompt gave, for chat_done
@@ -109,6 +112,10 @@ void finish(self_ptr self, const gen_event &e) {
     d.usage = {e.n_prompt, e.n_cached, e.n_generated};
     d.ttft_ms = a.ttft_ms < 0 ? 0.0 : a.ttft_ms;
     d.sources = std::move(a.sources);
+    if (a.cache_debug) {
+        d.cache_scope = a.cache_scope;
+        d.cache_debug_refused = a.cache_debug_refused;
+    }
     if (d.finish_reason != "cancelled" && !a.raw) {
         st.turns.insert(st.turns.end(), a.asked.begin(), a.asked.end());
         st.turns.push_back({"assistant", a.text});
@@ -155,6 +162,9 @@ void answer_from_cache(self_ptr self, cache_reply &r) {
     d.ttft_ms = a.ttft_ms < 0 ? 0.0 : a.ttft_ms;
     d.cached = r.kind == cache_reply::exact ? "exact" : "semantic";
     d.similarity = r.similarity;
+    d.cache_scope = std::move(r.scope_id);
+    d.cached_question = std::move(r.cached_question);
+    d.cache_debug_refused = std::move(r.debug_refused);
     if (!a.raw) {
         st.turns.insert(st.turns.end(), a.asked.begin(), a.asked.end());
         st.turns.push_back({"assistant", a.text});
@@ -192,6 +202,7 @@ std::optional<cache_query> cache_query_for(const session_st &st, const chat_requ
     q.prompt = prompt;
     q.params = generation_params{r.sampling, r.max_tokens, r.stop};
     q.allow_sampled = opted_in;
+    q.debug = r.cache_debug;
     // The meaning of a question decides its answer only when nothing came before it.
     if (!r.raw && st.turns.empty() && r.messages.back().role == "user") {
         bool only_system_before = true;
@@ -261,6 +272,9 @@ void submit(self_ptr self, chat_request &r, std::vector<chat_message> shown) {
     }
     // A grounded answer depends on the knowledge base, which changes: never cached.
     if (!r.rag) a.query = cache_query_for(st, r, rendered, a.gen_id);
+    a.cache_debug = r.cache_debug;
+    if (r.cache_debug && !a.query)
+        a.cache_debug_refused = r.rag ? "a grounded answer is never cached" : "the caches were not asked (off, or a sampled request)";
     a.n_prompt = static_cast<int>(prompt.size());
     a.asked = std::move(r.messages);
     a.raw = r.raw;
@@ -466,6 +480,8 @@ caf::behavior session_actor(self_ptr self, session_config cfg, caf::actor schedu
             }
             if (r.kind == cache_reply::exact || r.kind == cache_reply::semantic) return answer_from_cache(self, r);
             if (r.kind == cache_reply::bypass) a.query.reset(); // the cache is busy: not stored either
+            a.cache_scope = std::move(r.scope_id);
+            a.cache_debug_refused = r.kind == cache_reply::bypass ? "the cache actor was busy: not asked" : std::move(r.debug_refused);
             a.vec = std::move(r.vec);
             gen_request g = std::move(*a.held);
             a.held.reset();

@@ -1,8 +1,10 @@
 #include "cache/semantic_cache.h"
+#include "cache/hash.h"
 
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdio>
 
 #include <faiss/IndexFlat.h>
 #include <faiss/IndexHNSW.h>
@@ -26,6 +28,14 @@ std::string semantic_scope(std::string_view model, std::string_view system_promp
     const std::string sys = normalise_whitespace(system_prompt);
     return std::to_string(model.size()) + ":" + std::string(model) + "\x1f" + std::to_string(sys.size()) + ":" + sys +
            "\x1f" + canonical_params(p);
+}
+
+std::string semantic_scope_id(std::string_view model, std::string_view system_prompt) {
+    const std::string sys = normalise_whitespace(system_prompt);
+    const uint64_t h = siphash64(std::to_string(model.size()) + ":" + std::string(model) + "\x1f" + sys);
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+    return buf;
 }
 
 namespace {

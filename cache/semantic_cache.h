@@ -95,6 +95,9 @@ struct semantic_cache_stats {
 
 // The scope text: model, system prompt and the canonical parameters, length-prefixed.
 std::string semantic_scope(std::string_view model, std::string_view system_prompt, const generation_params &p);
+// An operator's name for the requests of one model and system prompt (whatever their sampling
+// parameters): 16 hex digits of SipHash over both, whitespace normalised as in the scope.
+std::string semantic_scope_id(std::string_view model, std::string_view system_prompt);
 
 class semantic_cache {
 public:

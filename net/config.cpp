@@ -159,6 +159,12 @@ bool load_config_file(const std::string &path, server_config &cfg, std::string &
         t.get<std::string>("embed_model", c.embed_model_dir);
         t.get<double>("semantic_threshold", c.sem.threshold);
         t.get<bool>("guard", c.sem.guard);
+        t.get<std::vector<std::string>>("semantic_off", c.semantic_off);
+        for (const std::string &id : c.semantic_off)
+            if (e.empty() && (id.size() != 16 || id.find_first_not_of("0123456789abcdef") != std::string::npos))
+                e = "[cache] semantic_off holds \"" + id.substr(0, 40) +
+                    "\": a scope id is 16 lowercase hex digits (a request with \"cache_debug\": true shows its own)";
+        t.get<bool>("debug_hits", c.debug_hits);
         std::string index = c.sem.index == semantic_index_kind::hnsw ? "hnsw" : "flat";
         t.get<std::string>("semantic_index", index);
         if (index == "hnsw") c.sem.index = semantic_index_kind::hnsw;

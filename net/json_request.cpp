@@ -121,6 +121,8 @@ std::optional<request_problem> read_generation_field(std::string_view key, simdj
         bool on = false;
         if (auto p = get_bool(v, key, on)) return p;
         r.cache = on;
+    } else if (key == "cache_debug") {
+        if (auto p = get_bool(v, key, r.cache_debug)) return p;
     } else if (key == "rag") {
         return read_rag_options(v, key, r.rag);
     } else if (key == "stop") {

@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 
+#include "net/cache_debug.h"
 #include "net/rag_api.h"
 
 namespace actorserve {
@@ -15,6 +16,7 @@ request_problem refused(std::string_view key, std::string why) {
 // An extension: an answer the caches gave says so, with the question's similarity to the one
 // it was cached for (clients that do not know the fields ignore them).
 void add_cached(boost::json::object &o, const stream_event &done) {
+    if (auto dbg = render_cache_debug(done)) o["cache_debug"] = std::move(*dbg);
     if (done.cached.empty()) return;
     o["cached"] = done.cached;
     o["similarity"] = done.similarity;

@@ -175,6 +175,9 @@ std::string render_prometheus(const metrics_snapshot &m, const server_stats &s, 
         e.family("actorserve_cache_guard_rejections_total", "counter",
                  "Semantic candidates above the threshold refused by the near-miss guard.");
         e.model_count("actorserve_cache_guard_rejections_total", c.guard_rejections);
+        e.family("actorserve_cache_semantic_off_total", "counter",
+                 "First questions not looked up by meaning: their scope is in [cache] semantic_off.");
+        e.model_count("actorserve_cache_semantic_off_total", c.semantic_off);
         e.family("actorserve_cache_stores_total", "counter", "Answers stored, or not stored (dropped) for a full mailbox.");
         e.model_count("actorserve_cache_stores_total", c.stores, "result=\"stored\"");
         e.model_count("actorserve_cache_stores_total", c.stores_dropped, "result=\"dropped\"");

@@ -56,6 +56,9 @@ caf::behavior relay_actor(self_ptr self, caf::actor session, chat_request req, s
             e.cached = d.cached;
             e.similarity = d.similarity;
             e.sources = d.sources;
+            e.cache_scope = d.cache_scope;
+            e.cached_question = d.cached_question;
+            e.cache_debug_refused = d.cache_debug_refused;
             e.total_ms = std::chrono::duration<double, std::milli>(request_stream::clock::now() -
                                                                    self->state.stream->created())
                              .count();

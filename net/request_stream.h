@@ -35,6 +35,7 @@ struct stream_event {
     std::string cached;             // done: "exact" or "semantic" when the caches answered
     float similarity = 0.0f;        // done, with cached
     std::vector<rag_source> sources; // done, with rag: the passages the prompt gave, numbered
+    std::string cache_scope, cached_question, cache_debug_refused; // done, with cache_debug
     bool ends() const { return kind == done || kind == error; }
 };
 

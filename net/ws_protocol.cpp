@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 
+#include "net/cache_debug.h"
 #include "net/rag_api.h"
 
 namespace actorserve {
@@ -130,6 +131,7 @@ std::string render_event(const request_stream &s, size_t event_id, const stream_
             o["similarity"] = e.similarity;
         }
         if (!e.sources.empty()) o["sources"] = render_rag_sources(e.sources);
+        if (auto dbg = render_cache_debug(e)) o["cache_debug"] = std::move(*dbg);
         break;
     }
     case stream_event::error:

@@ -56,6 +56,9 @@ struct chat_request {
                                           // greedy request may be answered from them and stored;
                                           // false, neither; true, a sampled one too (opt-in)
     std::optional<rag_options> rag = std::nullopt; // ground the answer in retrieved passages
+    bool cache_debug = false;             // done says which cache scope was asked and, on a
+                                          // semantic hit, the question the answer was cached for
+                                          // (when the server allows it: [cache] debug_hits)
 };
 
 struct chat_delta {
@@ -79,6 +82,9 @@ struct chat_done {
     float similarity = 0.0f;              // with cached: the question's cosine to the cached
                                           // one (1 for exact)
     std::vector<rag_source> sources;      // with rag: the passages given, in prompt order
+    // With cache_debug: the semantic scope's id (what [cache] semantic_off names), the question a
+    // semantic hit's answer was cached for, or why the server gave neither.
+    std::string cache_scope, cached_question, cache_debug_refused;
 };
 
 struct chat_error {

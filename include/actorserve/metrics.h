@@ -69,6 +69,7 @@ struct cache_metrics {
     uint64_t bypassed = 0;            // not looked up: the cache actor's mailbox was over its limit
     uint64_t guard_rejections = 0;    // semantic candidates above the threshold that the
                                       // near-miss guard refused
+    uint64_t semantic_off = 0;        // first questions of a scope whose semantic hits are off
     uint64_t stores = 0;              // answers stored
     uint64_t stores_dropped = 0;      // answers not stored: the mailbox was over its limit
     uint64_t evictions_exact_lfu = 0, evictions_exact_ttl = 0;

@@ -254,3 +254,73 @@ TEST_CASE("cache: over its mailbox limit the cache is bypassed, never a lost req
     CHECK(m.cache.lookups + m.cache.bypassed == kClients); // each request offered once
     CHECK(m.cache.hits_exact + m.cache.hits_semantic == 0);
 }
+
+TEST_CASE("cache: cache_debug names the scope and the question a hit was cached for; semantic_off keeps exact hits only") {
+    temp_dir dir;
+    std::string scope;
+    {
+        auto cfg = cache_config(dir.path);
+        cfg.runtime.cache.debug_hits = true;
+        server_fixture fx(cfg);
+        json::object first = ask("What is the capital of France?");
+        first["cache_debug"] = true;
+        answer a = chat_once(fx.port(), first);
+        const json::object *dbg = obj_of(a.done, "cache_debug");
+        REQUIRE_MESSAGE(dbg, json::serialize(a.done));
+        scope = str_of(*dbg, "scope");
+        CHECK(scope.size() == 16);
+        CHECK_FALSE(has(*dbg, "cached_question")); // a miss: nothing served it
+        REQUIRE(fx.wait_metrics([](const auto &m) { return m.cache.stores >= 1; }, 10s));
+
+        json::object para = ask("Which city is the capital of France?");
+        para["cache_debug"] = true;
+        answer p = chat_once(fx.port(), para);
+        CHECK(str_of(p.done, "cached") == "semantic");
+        dbg = obj_of(p.done, "cache_debug");
+        REQUIRE_MESSAGE(dbg, json::serialize(p.done));
+        CHECK(str_of(*dbg, "scope") == scope);
+        CHECK(str_of(*dbg, "cached_question") == "What is the capital of France?");
+        // Not asked for: not told.
+        CHECK_FALSE(has(chat_once(fx.port(), ask("Which city is the capital of France?")).done, "cache_debug"));
+
+        // The OpenAI API carries the same object.
+        auto r = http_post(fx.port(), "/v1/chat/completions",
+                           R"({"messages":[{"role":"user","content":"Which city is the capital of France?"}],)"
+                           R"("max_tokens":16,"temperature":0,"cache_debug":true})");
+        REQUIRE(r.status == 200);
+        auto j = parse_json(r.body);
+        REQUIRE((j && j->is_object()));
+        dbg = obj_of(j->get_object(), "cache_debug");
+        REQUIRE_MESSAGE(dbg, r.body);
+        CHECK(str_of(*dbg, "cached_question") == "What is the capital of France?");
+        auto bad = http_post(fx.port(), "/v1/chat/completions",
+                             R"({"messages":[{"role":"user","content":"Hi"}],"cache_debug":"yes"})");
+        CHECK(bad.status == 400);
+        CHECK_MESSAGE(bad.body.find("cache_debug") != std::string::npos, bad.body);
+    }
+    {
+        // The same caches (saved at exit) with that scope's semantic hits off: the paraphrase is
+        // generated, the repeat is still an exact hit; and without debug_hits nothing is shown.
+        auto cfg = cache_config(dir.path);
+        cfg.runtime.cache.semantic_off = {scope};
+        server_fixture fx(cfg);
+        json::object para = ask("Which city is the capital of France?");
+        para["cache_debug"] = true;
+        answer p = chat_once(fx.port(), para);
+        CHECK_MESSAGE(!has(p.done, "cached"), json::serialize(p.done));
+        const json::object *dbg = obj_of(p.done, "cache_debug");
+        REQUIRE(dbg);
+        CHECK(str_of(*dbg, "refused").find("debug_hits") != std::string::npos);
+        CHECK(str_of(chat_once(fx.port(), ask("What is the capital of France?")).done, "cached") == "exact");
+        CHECK(fx.metrics().cache.semantic_off == 1); // the exact hit is found before the semantic cache is asked
+        auto text = http_get(fx.port(), "/metrics");
+        CHECK(text.body.find("actorserve_cache_semantic_off_total{") != std::string::npos);
+    }
+    {
+        temp_file bad("[cache]\nsemantic_off = [\"What is the capital\"]\n");
+        actorserve::server_config c;
+        std::string err;
+        CHECK_FALSE(actorserve::load_config_file(bad.path(), c, err));
+        CHECK_MESSAGE(err.find("16 lowercase hex digits") != std::string::npos, err);
+    }
+}
