@@ -173,24 +173,6 @@ void answer_from_cache(self_ptr self, cache_reply &r) {
     end_request(self);
 }
 
-// The prompt as the exact cache keys it: the template's markers set off by 0xFF bytes, which
-// valid UTF-8 (all message text is checked) never holds, so that a message spelling out
-// "<|im_end|>" cannot share a key with a prompt whose turns really end there.
-std::string marked_text(const rendered_chat &chat) {
-    std::string out;
-    out.reserve(chat.text.size() + 2 * chat.controls.size());
-    size_t at = 0;
-    for (const auto &[off, len] : chat.controls) {
-        out.append(chat.text, at, off - at);
-        out += '\xff';
-        out.append(chat.text, off, len);
-        out += '\xff';
-        at = off + len;
-    }
-    out.append(chat.text, at, std::string::npos);
-    return out;
-}
-
 // What the caches are asked for this request, or nullopt when it is not cacheable.
 std::optional<cache_query> cache_query_for(const session_st &st, const chat_request &r, const std::string &prompt,
                                            int64_t gen_id) {
@@ -257,7 +239,7 @@ void submit(self_ptr self, chat_request &r, std::vector<chat_message> shown) {
     } else {
         const rendered_chat chat = st.cfg.tmpl->render_marked(shown, true);
         prompt = encode_prompt(*st.cfg.tok, chat.text, chat.controls);
-        rendered = marked_text(chat);
+        rendered = marked_prompt(chat);
     }
     if (static_cast<int>(prompt.size()) >= st.cfg.n_ctx) {
         std::string m = "prompt has ";

@@ -18,7 +18,8 @@
 //
 // The keys are the server's, byte for byte: the model name is the GGUF's stem + ":" + its size
 // in bytes (actors/runtime.cpp), the prompt is the GGUF's chat template rendering of one user
-// message with the generation prompt, and the parameters are what the WebSocket parser makes of
+// message with the generation prompt, its markers set off as the session keys it
+// (marked_prompt, cache/request_key.h), and the parameters are what the WebSocket parser makes of
 // {"temperature": 0, "max_tokens": M} (sampling_params defaults, temperature 0, no stop).
 // Besides the caches it writes the bench's prompt files (actorserve-bench --prompts):
 //   probes_exact.jsonl, probes_paraphrase.jsonl, fresh.jsonl (questions in neither cache).
@@ -189,7 +190,7 @@ int main(int argc, char **argv) {
     const std::string scope = semantic_scope(model_name, /*system_prompt=*/"", params);
     auto render = [&](const std::string &q) {
         const chat_message m{"user", q};
-        return tmpl->render(std::span<const chat_message>(&m, 1), true);
+        return marked_prompt(tmpl->render_marked(std::span<const chat_message>(&m, 1), true));
     };
 
     auto emb = embedder::load(embed_dir, err, 1);

@@ -56,4 +56,19 @@ std::string normalise_whitespace(std::string_view s) {
     return out;
 }
 
+std::string marked_prompt(const rendered_chat &chat) {
+    std::string out;
+    out.reserve(chat.text.size() + 2 * chat.controls.size());
+    size_t at = 0;
+    for (const auto &[off, len] : chat.controls) {
+        out.append(chat.text, at, off - at);
+        out += '\xff';
+        out.append(chat.text, off, len);
+        out += '\xff';
+        at = off + len;
+    }
+    out.append(chat.text, at, std::string::npos);
+    return out;
+}
+
 } // namespace actorserve

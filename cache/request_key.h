@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cache/hash.h"
+#include "engine/chat_template.h"
 #include "engine/sampler.h"
 
 namespace actorserve {
@@ -28,6 +29,12 @@ inline bool is_deterministic(const sampling_params &p) { return p.temperature <=
 // top_k, top_p, min_p and seed; with repeat_penalty 1 (or repeat_last_n 0) the penalty pair.
 // Floats are written as their exact bit patterns, so 0.1f and 0.10000001f differ.
 std::string canonical_params(const generation_params &p);
+
+// The prompt as the exact cache keys it: the template's markers set off by 0xFF bytes, which
+// valid UTF-8 (all message text is checked) never holds, so that a message spelling out
+// "<|im_end|>" cannot share a key with a prompt whose turns really end there. The session keys
+// with it, and so does bench/cache_fill, which writes caches the server must find.
+std::string marked_prompt(const rendered_chat &chat);
 
 // Trims and collapses every run of ASCII whitespace to one space: prompts that differ only in
 // spacing or line breaks are the same request.
