@@ -138,7 +138,10 @@ caf::behavior cache_actor(self_ptr self, std::shared_ptr<caches> owned) {
             if (self->mailbox().size() > c.cfg.mailbox_limit) {
                 ++c.counts.bypassed;
                 c.publish();
-                self->send(to, cache_reply{cache_reply::bypass, q.gen_id, {}, 0.0f, {}});
+                cache_reply r;
+                r.kind = cache_reply::bypass;
+                r.gen_id = q.gen_id;
+                self->send(to, std::move(r));
                 return;
             }
             cache_reply r = lookup(c, q);
@@ -200,7 +203,7 @@ caf::actor spawn_cache(caf::actor_system &sys, const cache_settings &s, const st
     c->counts.enabled = true;
     if (s.semantic) {
         std::string err;
-        c->emb = embedder::load(s.embed_model_dir, err, 1);
+        c->emb = embedder::load(s.embed_model_dir, err, s.embed_threads);
         if (!c->emb) {
             notes.push_back("semantic cache off: cannot load the embedding model: " + err);
         } else if (c->emb->dim() != s.sem.dim) {
@@ -208,6 +211,9 @@ caf::actor spawn_cache(caf::actor_system &sys, const cache_settings &s, const st
                             "-dimensional vectors, the cache is set for " + std::to_string(s.sem.dim));
             c->emb.reset();
         } else {
+            // One question embedded now, so that the first client does not pay for the first
+            // touch of the weights and the workers' first BLAS buffers (8 to 100 ms, measured).
+            (void)c->emb->embed("warm up");
             c->sem = std::make_unique<semantic_cache>(s.sem);
             c->counts.semantic_enabled = true;
             if (!c->sem->lexicon_note().empty()) notes.push_back("semantic cache: " + c->sem->lexicon_note());

@@ -40,6 +40,11 @@ struct cache_settings {
     bool semantic = true;                 // needs embed_model_dir
     semantic_settings sem;                // threshold, index kind, guard, limits
     std::string embed_model_dir = "models/all-MiniLM-L6-v2";
+    // Threads the cache actor's embedder runs on, its own one included: a question embeds in
+    // about 5 ms on one Zen 4 core and 2.7 ms on two while questions come back to back, but on
+    // a 2-vCPU VM a second thread that went to sleep between questions woke late (P99 41 ms
+    // after 50 ms idle), so one is the default (docs/cache.md, "Latency").
+    int embed_threads = 1;
     // Scope ids (semantic_scope_id: model and system prompt) whose requests get exact hits only.
     std::vector<std::string> semantic_off;
     bool debug_hits = false;              // a request's cache_debug may see the cached question

@@ -25,6 +25,7 @@
 #   MISS_REQUESTS    requests of the miss kind (default: 30)
 #   MAX_TOKENS       max_tokens of every request (default: 32)
 #   SEMANTIC_INDEX   flat or hnsw (default: flat, as shipped)
+#   EMBED_THREADS    [cache] embed_threads (default: as shipped, 1)
 #   MODEL            the GGUF (default: the one in configs/actorserve.toml)
 #   KEEP             1: keep the temporary folder (fills, server logs, reports)
 set -euo pipefail
@@ -40,6 +41,8 @@ HIT_REQUESTS="${HIT_REQUESTS:-100}"
 MISS_REQUESTS="${MISS_REQUESTS:-30}"
 MAX_TOKENS="${MAX_TOKENS:-32}"
 SEMANTIC_INDEX="${SEMANTIC_INDEX:-flat}"
+EMBED_THREADS="${EMBED_THREADS:-$(sed -n 's/^embed_threads = \([0-9]*\).*/\1/p' configs/actorserve.toml)}"
+[[ "$EMBED_THREADS" =~ ^[0-9]+$ ]] || die "EMBED_THREADS must be a number (configs/actorserve.toml has no embed_threads line?)"
 MODEL="${MODEL:-models/SmolLM2-135M-Instruct.Q4_1.gguf}"
 
 if [[ "${BUILD:-0}" == 1 ]]; then
@@ -83,6 +86,7 @@ start_server() { # $1: cache folder, $2: log
       -e "s|^max_entries = [0-9]*|max_entries = 200000|" \
       -e "s|^semantic_max_entries = [0-9]*|semantic_max_entries = 200000|" \
       -e "s|^semantic_index = \"[a-z]*\"|semantic_index = \"${SEMANTIC_INDEX}\"|" \
+      -e "s|^embed_threads = [0-9]*|embed_threads = ${EMBED_THREADS}|" \
       "${ROOT}/configs/actorserve.toml" > "$config"
   grep -q "^dir = \"$1\"" "$config" || die "configs/actorserve.toml has no [cache] dir = \"data/cache\" line"
   rm -f "$port_file"
@@ -128,7 +132,7 @@ run_kind() {
     $(( $(metric actorserve_cache_misses_total) - m0 )) "$out" >> "${TMP}/runs.jsonl"
 }
 
-say "$(nproc) cores; model ${MODEL}; max_tokens ${MAX_TOKENS}; semantic_index ${SEMANTIC_INDEX}"
+say "$(nproc) cores; model ${MODEL}; max_tokens ${MAX_TOKENS}; semantic_index ${SEMANTIC_INDEX}; embed_threads ${EMBED_THREADS}"
 for n in $ENTRIES; do
   dir="${TMP}/cache-${n}"
   say "N=${n}: filling ${dir}"

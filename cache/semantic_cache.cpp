@@ -1,14 +1,15 @@
 #include "cache/semantic_cache.h"
 #include "cache/hash.h"
+#include "cache/vector_scan.h"
 
 #include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <cstdio>
 
-#include <faiss/IndexFlat.h>
 #include <faiss/IndexHNSW.h>
 #include <faiss/IndexIDMap.h>
+#include <faiss/IndexScalarQuantizer.h>
 #include <faiss/impl/FaissException.h>
 #include <faiss/impl/IDSelector.h>
 
@@ -20,6 +21,8 @@ struct semantic_cache::scope_index {
     std::string key;
     std::unique_ptr<faiss::IndexIDMap2> index;   // labels are entry ids
     faiss::IndexHNSWFlat *hnsw = nullptr;        // the inner index when HNSW (owned by `index`)
+    faiss::IndexScalarQuantizer *flat = nullptr; // the inner index when flat: halves, in the
+                                                 // order of index->id_map (owned by `index`)
     std::unordered_set<uint64_t> live;           // ids of this scope's entries
     size_t tombstones = 0;                       // HNSW only: vectors of evicted ids still in the graph
 };
@@ -40,16 +43,19 @@ std::string semantic_scope_id(std::string_view model, std::string_view system_pr
 
 namespace {
 
-std::unique_ptr<faiss::IndexIDMap2> make_index(const semantic_settings &s, faiss::IndexHNSWFlat *&hnsw) {
+std::unique_ptr<faiss::IndexIDMap2> make_index(const semantic_settings &s, faiss::IndexHNSWFlat *&hnsw,
+                                               faiss::IndexScalarQuantizer *&flat) {
     faiss::Index *inner = nullptr;
     hnsw = nullptr;
+    flat = nullptr;
     if (s.index == semantic_index_kind::hnsw) {
         hnsw = new faiss::IndexHNSWFlat(s.dim, s.hnsw_m, faiss::METRIC_INNER_PRODUCT);
         hnsw->hnsw.efConstruction = s.hnsw_ef_construction;
         hnsw->hnsw.efSearch = s.hnsw_ef_search;
         inner = hnsw;
     } else {
-        inner = new faiss::IndexFlatIP(s.dim);
+        flat = new faiss::IndexScalarQuantizer(s.dim, faiss::ScalarQuantizer::QT_fp16, faiss::METRIC_INNER_PRODUCT);
+        inner = flat;
     }
     auto map = std::make_unique<faiss::IndexIDMap2>(inner);
     map->own_fields = true;
@@ -70,9 +76,11 @@ semantic_cache::semantic_cache(semantic_settings s, cache_clock clock) : setting
 semantic_cache::~semantic_cache() = default;
 
 size_t semantic_cache::entry_bytes(const entry &e) const {
-    // The vector is held twice: in the entry (for rebuilds and the file) and in the index.
+    // The vector is held twice: in the entry (for rescoring, rebuilds and the file) as floats,
+    // and in the index, as halves (flat) or floats (HNSW).
+    const size_t index_bytes = settings_.index == semantic_index_kind::hnsw ? sizeof(float) : sizeof(uint16_t);
     size_t b = e.question.size() + e.answer.text.size() + e.answer.finish_reason.size() +
-               2 * e.vec.size() * sizeof(float) + kEntryOverhead;
+               e.vec.size() * (sizeof(float) + index_bytes) + kEntryOverhead;
     if (settings_.index == semantic_index_kind::hnsw) b += size_t(settings_.hnsw_m) * 2 * sizeof(int32_t);   // level-0 links
     return b;
 }
@@ -97,7 +105,7 @@ semantic_cache::scope_index &semantic_cache::scope_for(const std::string &scope)
     if (!slot) {
         slot = std::make_unique<scope_index>();
         slot->key = scope;
-        slot->index = make_index(settings_, slot->hnsw);
+        slot->index = make_index(settings_, slot->hnsw, slot->flat);
         stats_.scopes = scopes_.size();
     }
     return *slot;
@@ -153,7 +161,8 @@ void semantic_cache::maybe_rebuild(scope_index &s) {
     const size_t limit = std::max(settings_.hnsw_rebuild_min, static_cast<size_t>(double(s.live.size()) * settings_.hnsw_rebuild_fraction));
     if (s.tombstones <= limit) return;
     faiss::IndexHNSWFlat *hnsw = nullptr;
-    auto fresh = make_index(settings_, hnsw);
+    faiss::IndexScalarQuantizer *flat = nullptr;
+    auto fresh = make_index(settings_, hnsw, flat);
     // Ids in increasing order, so a rebuild is deterministic.
     std::vector<uint64_t> ids(s.live.begin(), s.live.end());
     std::sort(ids.begin(), ids.end());
@@ -201,6 +210,44 @@ bool semantic_cache::evict_one_for_space(int64_t now) {
     return false;
 }
 
+// The flat index: every half of the scope scored (cache/vector_scan.h), then the candidates that
+// can reach the threshold rescored in fp32 from the entries' own vectors, so that what is compared
+// with the threshold and ranked is the exact cosine. Candidates: those whose half score is within
+// kHalfScoreSlack of the threshold (at most kMaxRescored of them, the best by half score), and the
+// best one in any case, for best_similarity.
+std::vector<std::pair<float, uint64_t>> semantic_cache::scan_flat(const scope_index &s, const std::vector<float> &unit) {
+    const size_t n = static_cast<size_t>(s.index->ntotal);
+    std::vector<std::pair<float, uint64_t>> ranked;
+    if (n == 0) return ranked;
+    scores_.resize(n);
+    half_scores(unit.data(), reinterpret_cast<const uint16_t *>(s.flat->codes.data()), n, settings_.dim, scores_.data());
+    const size_t max_rescored = std::max<size_t>(64, 16 * size_t(std::max(1, settings_.top_k)));
+    const float floor = settings_.threshold - kHalfScoreSlack;
+    std::vector<std::pair<float, size_t>> picked;     // (half score, position)
+    size_t best = 0;
+    for (size_t i = 0; i < n; ++i) {
+        if (scores_[i] > scores_[best]) best = i;
+        if (scores_[i] >= floor) picked.emplace_back(scores_[i], i);
+    }
+    if (picked.size() > max_rescored) {
+        std::nth_element(picked.begin(), picked.begin() + static_cast<std::ptrdiff_t>(max_rescored), picked.end(),
+                         [](const auto &a, const auto &b) { return a.first > b.first; });
+        picked.resize(max_rescored);
+    }
+    if (picked.empty()) picked.emplace_back(scores_[best], best);
+    for (const auto &[half, pos] : picked) {
+        const uint64_t id = static_cast<uint64_t>(s.index->id_map[pos]);
+        const std::vector<float> &v = entries_.at(id).vec;
+        float dot = 0.0f;
+        for (int j = 0; j < settings_.dim; ++j) dot += unit[size_t(j)] * v[size_t(j)];
+        ranked.emplace_back(dot, id);
+    }
+    std::sort(ranked.begin(), ranked.end(), [](const auto &a, const auto &b) {
+        return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    return ranked;
+}
+
 semantic_lookup semantic_cache::lookup(const std::string &scope, std::span<const float> vec, std::string_view question) {
     semantic_lookup out;
     std::vector<float> unit;
@@ -216,25 +263,30 @@ semantic_lookup semantic_cache::lookup(const std::string &scope, std::span<const
         return out;
     }
     scope_index &s = *sit->second;
-    const size_t k = std::min<size_t>(size_t(settings_.top_k) + s.tombstones, static_cast<size_t>(s.index->ntotal));
-    std::vector<float> sims(k);                 // (k,) inner products, best first
-    std::vector<idx_t> labels(k);        // (k,) entry ids; -1 past the results
-    try {
-        if (s.hnsw) s.hnsw->hnsw.efSearch = std::max(settings_.hnsw_ef_search, static_cast<int>(k));
-        s.index->search(1, unit.data(), static_cast<idx_t>(k), sims.data(), labels.data());
-    } catch (const faiss::FaissException &e) {
-        out.error = std::string("faiss search failed: ") + e.what();
-        stats_.misses += 1;
-        return out;
+    std::vector<std::pair<float, uint64_t>> ranked;   // (cosine, entry id), best first
+    if (s.flat) {
+        ranked = scan_flat(s, unit);
+    } else {
+        const size_t k = std::min<size_t>(size_t(settings_.top_k) + s.tombstones, static_cast<size_t>(s.index->ntotal));
+        std::vector<float> sims(k);                 // (k,) inner products, best first
+        std::vector<idx_t> labels(k);               // (k,) entry ids; -1 past the results
+        try {
+            s.hnsw->hnsw.efSearch = std::max(settings_.hnsw_ef_search, static_cast<int>(k));
+            s.index->search(1, unit.data(), static_cast<idx_t>(k), sims.data(), labels.data());
+        } catch (const faiss::FaissException &e) {
+            out.error = std::string("faiss search failed: ") + e.what();
+            stats_.misses += 1;
+            return out;
+        }
+        for (size_t i = 0; i < k && labels[i] >= 0; ++i) ranked.emplace_back(sims[i], static_cast<uint64_t>(labels[i]));
     }
     int offered = 0;
-    for (size_t i = 0; i < k && offered < settings_.top_k; ++i) {
-        if (labels[i] < 0) break;
-        const uint64_t id = static_cast<uint64_t>(labels[i]);
+    for (size_t i = 0; i < ranked.size() && offered < settings_.top_k; ++i) {
+        const auto [sim, id] = ranked[i];
         auto eit = entries_.find(id);
         if (eit == entries_.end() || eit->second.scope != &s) continue;   // HNSW tombstone
-        if (out.best_similarity < -1.5f) out.best_similarity = sims[i];
-        if (sims[i] < settings_.threshold) break;
+        if (out.best_similarity < -1.5f) out.best_similarity = sim;
+        if (sim < settings_.threshold) break;
         offered += 1;
         out.above_threshold += 1;
         if (settings_.guard) {
@@ -246,7 +298,7 @@ semantic_lookup semantic_cache::lookup(const std::string &scope, std::span<const
             }
         }
         policy_.touch(id);
-        out.hit = semantic_hit{id, sims[i], eit->second.question, eit->second.answer};
+        out.hit = semantic_hit{id, sim, eit->second.question, eit->second.answer};
         break;
     }
     if (out.hit) stats_.hits += 1;

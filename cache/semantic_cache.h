@@ -13,7 +13,11 @@
 //
 // Ids: every entry gets a 64-bit id from a counter that never repeats (kept in the cache file);
 // the id is the FAISS label and the key of the entry table, and eviction removes both at once.
-// Flat (default): IndexIDMap2 over IndexFlatIP; remove_ids is exact, so index ntotal == entries.
+// Flat (default): IndexIDMap2 over IndexScalarQuantizer (QT_fp16): FAISS keeps the vectors as
+// halves with their ids, and remove_ids is exact, so index ntotal == entries. A lookup scans the
+// halves with our SIMD loop (cache/vector_scan.h; Debian's FAISS build scans with scalar code)
+// and rescores the candidates near or above the threshold in fp32 from the entry's own vector:
+// the threshold and the ranking see exact cosines.
 // HNSW (setting, for large caches): HNSW cannot remove vectors, so an evicted id becomes a
 // tombstone: its vector stays in the graph, search asks for k + tombstones and skips ids no
 // longer in the table, and the scope's index is rebuilt from the stored vectors when tombstones
@@ -32,6 +36,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "cache/lfu_ttl.h"
@@ -155,6 +160,7 @@ private:
     void drop(uint64_t id);
     bool evict_one_for_space(int64_t now);
     void maybe_rebuild(scope_index &s);
+    std::vector<std::pair<float, uint64_t>> scan_flat(const scope_index &s, const std::vector<float> &unit);
     size_t purge_expired_at(int64_t now);
     insert_result place(const std::string &scope, uint64_t id, std::vector<float> unit, std::string question,
                         cached_answer answer, int64_t expires, uint64_t freq);
@@ -168,6 +174,7 @@ private:
     std::unordered_map<std::string, uint64_t> by_question_;   // scope + '\x1f' + question -> id
     lfu_ttl policy_;
     semantic_cache_stats stats_;
+    std::vector<float> scores_;            // scratch: the flat scan's half scores, (entries in scope,)
 };
 
 } // namespace actorserve

@@ -262,7 +262,7 @@ void bert_context::mm(const weight_matrix &w, const float *x, float *y) {
 #endif
 
 bert_context::bert_context(const bert_model &model, int n_threads)
-    : model_(model), pool_(n_threads < 1 ? 1 : n_threads) {
+    : model_(model), pool_(n_threads < 1 ? 1 : n_threads, kEmbedSpin) {
 #if ACTORSERVE_HAVE_BLAS
     // OpenBLAS's own threads would compete with the pool's; every call runs on its caller.
     static std::once_flag single_threaded;

@@ -96,6 +96,12 @@ private:
     static constexpr int64_t kTileRows = 256;
     static constexpr int64_t kSliceCols = 64; // weight rows per call (BLAS)
     void mm(const weight_matrix &w, const float *x, float *y);
+    // The pool's workers poll this long between the loops of one encoding before they block.
+    // On a 2-vCPU VM a blocked worker took ~1.8 ms to wake (its vCPU halted), and with the
+    // decoder's 200 us a worker slept and woke several times per question: a 3 ms question took
+    // 13 ms after an idle gap (docs/cache.md, "Latency"). 2 ms spans every gap within one
+    // question; a worker holds its core that long after the last one.
+    static constexpr std::chrono::microseconds kEmbedSpin{2000};
 
     const bert_model &model_;
     thread_pool pool_;

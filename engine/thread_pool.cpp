@@ -14,23 +14,24 @@ namespace {
 // sleep and wake per loop would cost more than the loop: with the earlier spin of 1000 pauses
 // (11 ns each on the Xeon measured, so 11 us) workers went to sleep between the loops of a
 // step, and sleeping and waking were 14% of a 16-sequence decode step (perf, 2-vCPU VM). So a
-// waiter spins for up to kSpinFor, long enough to span the serial work, then blocks.
+// waiter spins for up to thread_pool::kDefaultSpin, long enough to span the serial work, then
+// blocks. (The embedder asks for longer: bert.cpp.)
 // note: the spin does not yield: tried with a compiler running at nice 10, sched_yield handed it
 // the core for whole time slices (one sequence decoded at 22 tokens/s). A spin that long does
 // hold a core that another thread of this process could use; the cap bounds that.
-constexpr auto kSpinFor = std::chrono::microseconds(200);
 constexpr int kPausesPerClockRead = 32;
 
 // One waiting step; `spins` counts the calls so far. Returns false when it is time to block.
-bool wait_step(int spins, std::chrono::steady_clock::time_point &since) {
+bool wait_step(int spins, std::chrono::steady_clock::time_point &since, std::chrono::microseconds spin_for) {
     if (spins == 0) since = std::chrono::steady_clock::now();
-    else if (spins % kPausesPerClockRead == 0 && std::chrono::steady_clock::now() - since >= kSpinFor) return false;
+    else if (spins % kPausesPerClockRead == 0 && std::chrono::steady_clock::now() - since >= spin_for) return false;
     _mm_pause();
     return true;
 }
 } // namespace
 
-thread_pool::thread_pool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+thread_pool::thread_pool(int n_threads, std::chrono::microseconds spin)
+    : n_threads_(n_threads < 1 ? 1 : n_threads), spin_(spin) {
     for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
 }
 
@@ -106,7 +107,7 @@ void thread_pool::run(int64_t n) {
     for (int spins = 0;; ++spins) {
         const int p = pending_.load(std::memory_order_acquire);
         if (p == 0) break;
-        if (!wait_step(spins, since)) pending_.wait(p, std::memory_order_acquire);
+        if (!wait_step(spins, since, spin_)) pending_.wait(p, std::memory_order_acquire);
     }
 }
 
@@ -115,7 +116,7 @@ void thread_pool::worker(int index) {
     for (;;) {
         std::chrono::steady_clock::time_point since;
         for (int spins = 0; generation_.load(std::memory_order_acquire) == seen; ++spins)
-            if (!wait_step(spins, since)) generation_.wait(seen, std::memory_order_acquire);
+            if (!wait_step(spins, since, spin_)) generation_.wait(seen, std::memory_order_acquire);
         seen = generation_.load(std::memory_order_acquire);
         if (stop_.load()) return;
         run_share(index);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <thread>
@@ -14,8 +15,12 @@ namespace actorserve {
 
 class thread_pool {
 public:
-    // n_threads counts the calling thread: 1 means no workers at all.
-    explicit thread_pool(int n_threads);
+    // How long a waiter polls before it blocks (thread_pool.cpp says why 200 us for decoding).
+    static constexpr std::chrono::microseconds kDefaultSpin{200};
+
+    // n_threads counts the calling thread: 1 means no workers at all. spin: how long a worker
+    // waiting for work, and the caller waiting for the workers, poll before they block.
+    explicit thread_pool(int n_threads, std::chrono::microseconds spin = kDefaultSpin);
     ~thread_pool();
     thread_pool(const thread_pool &) = delete;
     thread_pool &operator=(const thread_pool &) = delete;
@@ -42,6 +47,7 @@ private:
     void run(int64_t n);
 
     int n_threads_;
+    std::chrono::microseconds spin_;
     std::vector<std::thread> workers_;
     std::atomic<uint64_t> generation_{0};
     std::atomic<int> pending_{0};

@@ -157,6 +157,9 @@ bool load_config_file(const std::string &path, server_config &cfg, std::string &
         c.exact.ttl_ms = ttl_s * 1000;
         t.get<bool>("semantic", c.semantic);
         t.get<std::string>("embed_model", c.embed_model_dir);
+        t.get<int64_t>("embed_threads", c.embed_threads);
+        if (e.empty() && (c.embed_threads < 1 || c.embed_threads > 64))
+            e = "[cache] embed_threads must be 1 to 64, got " + std::to_string(c.embed_threads);
         t.get<double>("semantic_threshold", c.sem.threshold);
         t.get<bool>("guard", c.sem.guard);
         t.get<std::vector<std::string>>("semantic_off", c.semantic_off);

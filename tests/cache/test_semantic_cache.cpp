@@ -84,6 +84,25 @@ TEST_CASE("semantic cache: a near vector hits above the threshold, a far one mis
     CHECK(c.stats().misses == 1);
 }
 
+// The flat index scores halves; what meets the threshold is decided on the fp32 cosine. With the
+// threshold a hair (1e-5, well inside the halves' rounding) either side of the true cosine, the
+// hit must come and go exactly.
+TEST_CASE("semantic cache: the threshold sees the exact cosine, not the stored halves") {
+    const std::vector<float> stored = vec(1), query = vec(1, 0.3f);
+    const float cos = cosine(stored, query);
+    for (float delta : {-1e-5f, 1e-5f}) {
+        CAPTURE(delta);
+        semantic_settings s = small();
+        s.threshold = cos + delta;
+        semantic_cache c(s);
+        REQUIRE(c.insert(kScope, stored, "How do I boil an egg?", answer("A")).status == insert_status::stored);
+        auto r = c.lookup(kScope, query, "How do I boil an egg?");
+        CHECK(bool(r.hit) == (delta < 0));
+        CHECK(r.best_similarity == doctest::Approx(cos).epsilon(1e-6));
+        if (r.hit) CHECK(r.hit->similarity == doctest::Approx(cos).epsilon(1e-6));
+    }
+}
+
 TEST_CASE("semantic cache: the guard refuses a near vector whose question differs in a key word") {
     semantic_cache c(small());
     c.insert(kScope, vec(1), "What is the capital of France?", answer("Paris"));
@@ -177,7 +196,7 @@ TEST_CASE("semantic cache: TTL and byte limit") {
     CHECK(c.index_ntotal() == 0);
 
     semantic_settings b = small();
-    const size_t per = semantic_cache::kEntryOverhead + 2 * kDim * sizeof(float) + 1 + 4;   // question "q", "stop"
+    const size_t per = semantic_cache::kEntryOverhead + kDim * (sizeof(float) + sizeof(uint16_t)) + 1 + 4;   // question "q", "stop"
     b.limits.max_bytes = 2 * (per + 10);
     semantic_cache d(b, clk.fn());
     d.insert(kScope, vec(1), "a", answer(std::string(10, 'x')));
