@@ -213,8 +213,8 @@ bool semantic_cache::evict_one_for_space(int64_t now) {
 // The flat index: every half of the scope scored (cache/vector_scan.h), then the candidates that
 // can reach the threshold rescored in fp32 from the entries' own vectors, so that what is compared
 // with the threshold and ranked is the exact cosine. Candidates: those whose half score is within
-// kHalfScoreSlack of the threshold (at most kMaxRescored of them, the best by half score), and the
-// best one in any case, for best_similarity.
+// kHalfScoreSlack of the threshold (at most max(64, 16 top_k) of them, the best by half score:
+// a bound for a scope full of near duplicates), and the best one in any case, for best_similarity.
 std::vector<std::pair<float, uint64_t>> semantic_cache::scan_flat(const scope_index &s, const std::vector<float> &unit) {
     const size_t n = static_cast<size_t>(s.index->ntotal);
     std::vector<std::pair<float, uint64_t>> ranked;
