@@ -2,6 +2,7 @@
 
 #include "engine/fp16.h"
 #include "engine/quants.h"
+#include "engine/simd_avx2.h"
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which its -Wmaybe-uninitialized
 // reports inside avx512fintrin.h (as in engine/tile_zmm.cpp); every lane is written.
@@ -25,25 +26,17 @@ namespace {
 #define AS_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define AS_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
 
-AS_AVX2 float hsum256(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
 AS_AVX2 void half_scores_avx2(const float *q, const uint16_t *codes, size_t n, int dim, float *out) {
     const int body = dim & ~15;
     for (size_t i = 0; i < n; ++i) {
         const uint16_t *c = codes + i * size_t(dim);
         __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
         for (int j = 0; j < body; j += 16) {
-            const __m256 b0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(c + j)));
-            const __m256 b1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(c + j + 8)));
+            const __m256 b0 = simd::load_f16x8(c + j), b1 = simd::load_f16x8(c + j + 8);
             a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + j), b0, a0);
             a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + j + 8), b1, a1);
         }
-        float s = hsum256(_mm256_add_ps(a0, a1));
+        float s = simd::hsum8(_mm256_add_ps(a0, a1));
         for (int j = body; j < dim; ++j) s += q[j] * fp16_to_fp32(c[j]);
         out[i] = s;
     }
@@ -51,7 +44,7 @@ AS_AVX2 void half_scores_avx2(const float *q, const uint16_t *codes, size_t n, i
 
 AS_AVX512 float hsum512(__m512 v) {
     const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-    return hsum256(_mm256_add_ps(_mm512_castps512_ps256(v), hi));
+    return simd::hsum8(_mm256_add_ps(_mm512_castps512_ps256(v), hi));
 }
 
 // One vector at a time, two chains of FMAs over its two halves. (Two vectors interleaved ran
