@@ -137,7 +137,7 @@ caf::actor runtime::open_session() {
     sc.tok = tok_;
     sc.tmpl = tmpl_;
     sc.n_ctx = settings_.n_ctx;
-    sc.max_request_bytes = cfg_.max_request_bytes;
+    sc.limits = cfg_.limits();
     sc.cache = cache_;
     sc.rag = rag_;
     sc.rag_top_k = cfg_.rag.default_top_k;

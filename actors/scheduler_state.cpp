@@ -4,6 +4,8 @@
 #include <cassert>
 #include <string_view>
 
+#include "include/actorserve/request_check.h"
+
 namespace actorserve {
 
 namespace {
@@ -46,13 +48,11 @@ scheduler_state::scheduler_state(const scheduler_settings &s, std::function<bool
 
 std::optional<scheduler_state::reject> scheduler_state::check(const gen_request &r) const {
     const int n_prompt = static_cast<int>(r.prompt.size());
-    if (n_prompt == 0) return reject{errc::invalid_request, "the prompt is empty"};
-    if (r.max_tokens < 1) return reject{errc::invalid_request, "max_tokens must be >= 1, got " + std::to_string(r.max_tokens)};
-    if (auto bad = validate(r.sampling)) return reject{errc::invalid_request, *bad};
+    // The request's own fields were checked where it came in (check_request, check_prompt in
+    // the session); what is left is what only the scheduler knows: its ids, the pool, the queue.
+    assert(r.max_tokens >= 1 && !validate(r.sampling));
     if (seqs_.count(r.id)) return reject{errc::invalid_request, "request id " + std::to_string(r.id) + " is already in use"};
-    if (n_prompt >= settings_.n_ctx)
-        return reject{errc::exceed_context, "prompt has " + std::to_string(n_prompt) + " tokens, the context has room for " +
-                                                std::to_string(settings_.n_ctx - 1) + " plus one generated token"};
+    if (auto bad = check_prompt(n_prompt, settings_.n_ctx)) return reject{bad->code, std::move(bad->message)};
     // note: a sequence that cannot fit the pool even alone would preempt itself forever, so it
     // is refused here rather than admitted and starved.
     const int64_t need = std::min<int64_t>(int64_t{n_prompt} + r.max_tokens, settings_.n_ctx);

@@ -102,8 +102,9 @@ public:
         errc code;
         std::string message;
     };
-    // Queues a request. Rejects (queue unchanged) an empty prompt, max_tokens < 1, a request
-    // that can never fit the context or the KV pool, or a full queue (`overloaded`).
+    // Queues a request. Rejects (queue unchanged) an empty prompt, a request that can never fit
+    // the context or the KV pool, an id in use, or a full queue (`overloaded`). max_tokens and
+    // the sampling parameters were checked where the request came in (check_request).
     std::optional<reject> submit(gen_request r);
 
     // Ends a request wherever it is: a waiting one leaves the queue, a running one frees its

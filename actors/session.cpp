@@ -198,31 +198,6 @@ std::optional<cache_query> cache_query_for(const session_st &st, const chat_requ
     return q;
 }
 
-struct problem {
-    errc code;
-    std::string message;
-};
-
-std::optional<problem> check(const chat_request &r, const session_config &cfg) {
-    if (r.messages.empty()) return problem{errc::invalid_request, "messages is empty"};
-    if (r.raw && r.messages.size() != 1)
-        return problem{errc::invalid_request, "a raw prompt is one message, got " + std::to_string(r.messages.size())};
-    size_t bytes = 0;
-    for (const chat_message &m : r.messages) {
-        if (m.role != "system" && m.role != "user" && m.role != "assistant")
-            return problem{errc::invalid_request,
-                           "message role must be system, user or assistant, got '" + m.role.substr(0, 32) + "'"};
-        if (!is_valid_utf8(m.content)) return problem{errc::invalid_request, "message content is not valid UTF-8"};
-        bytes += m.content.size();
-    }
-    if (bytes > cfg.max_request_bytes)
-        return problem{errc::too_large, "messages hold " + std::to_string(bytes) + " bytes (limit " +
-                                            std::to_string(cfg.max_request_bytes) + ")"};
-    if (r.max_tokens < 1) return problem{errc::unprocessable, "max_tokens must be >= 1, got " + std::to_string(r.max_tokens)};
-    if (auto bad = validate(r.sampling)) return problem{errc::unprocessable, *bad};
-    return std::nullopt;
-}
-
 // The request in flight (st.cur, client monitored) is checked: render what the model is shown
 // (`shown`: the earlier turns and this request's messages, passages added with retrieval),
 // check it fits the context, and ask the caches or submit.
@@ -241,15 +216,9 @@ void submit(self_ptr self, chat_request &r, std::vector<chat_message> shown) {
         prompt = encode_prompt(*st.cfg.tok, chat.text, chat.controls);
         rendered = marked_prompt(chat);
     }
-    if (static_cast<int>(prompt.size()) >= st.cfg.n_ctx) {
-        std::string m = "prompt has ";
-        m += std::to_string(prompt.size());
-        m += " tokens";
-        if (r.rag) m += " with the retrieved passages";
-        m += ", the context has room for ";
-        m += std::to_string(st.cfg.n_ctx - 1);
-        m += " plus one generated token";
-        send_error(self, a.client, a.client_id, errc::exceed_context, std::move(m));
+    if (auto bad = check_prompt(static_cast<int>(prompt.size()), st.cfg.n_ctx,
+                                r.rag ? "prompt with the retrieved passages" : "prompt")) {
+        send_error(self, a.client, a.client_id, bad->code, std::move(bad->message));
         return end_request(self);
     }
     // A grounded answer depends on the knowledge base, which changes: never cached.
@@ -406,7 +375,7 @@ caf::behavior session_actor(self_ptr self, session_config cfg, caf::actor schedu
                 send_error(self, client, r.id, errc::busy, "this session already has a request in flight");
                 return;
             }
-            if (auto bad = check(r, st.cfg)) {
+            if (auto bad = check_request(r, st.cfg.limits)) {
                 send_error(self, client, r.id, bad->code, std::move(bad->message));
                 return;
             }
@@ -417,20 +386,8 @@ caf::behavior session_actor(self_ptr self, session_config cfg, caf::actor schedu
             a.t0 = clock_type::now();
             if (r.rag) {
                 if (!st.cfg.rag) {
-                    send_error(self, client, r.id, errc::invalid_request,
-                               st.rag_lost ? "retrieval (rag) is unavailable: the knowledge base stopped"
-                                           : "retrieval (rag) is not enabled on this server");
-                    return;
-                }
-                if (r.raw) {
-                    send_error(self, client, r.id, errc::invalid_request, "rag needs chat messages, not a raw prompt");
-                    return;
-                }
-                if (r.messages.back().role != "user") {
-                    std::string m = "rag searches with the last message, which must be the user's; it is the ";
-                    m += r.messages.back().role;
-                    m += "'s";
-                    send_error(self, client, r.id, errc::invalid_request, std::move(m));
+                    request_problem bad = rag_unavailable(st.rag_lost);
+                    send_error(self, client, r.id, bad.code, std::move(bad.message));
                     return;
                 }
                 self->monitor(client);

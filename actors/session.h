@@ -28,6 +28,7 @@
 
 #include "engine/chat_template.h"
 #include "engine/tokenizer.h"
+#include "include/actorserve/request_check.h"
 
 namespace actorserve {
 
@@ -35,7 +36,7 @@ struct session_config {
     std::shared_ptr<const tokenizer> tok;
     std::shared_ptr<const chat_template> tmpl;
     int n_ctx = 2048;            // the scheduler's; a longer prompt is refused here, by name
-    size_t max_request_bytes = 1 << 20; // message text per request
+    request_limits limits;       // what check_request allows
     caf::actor cache;            // the answer caches (actors/cache_actor.h); null: none
     caf::actor rag;              // retrieval (actors/rag_actor.h); null: chat_request.rag is refused
     size_t rag_top_k = 4;        // passages asked for when the request leaves top_k at 0

@@ -28,11 +28,12 @@ double uniform01(std::mt19937_64 &rng) { return static_cast<double>(rng() >> 11)
 std::optional<std::string> validate(const sampling_params &p) {
     if (!(p.temperature >= 0.0f && p.temperature <= 100.0f))
         return "temperature must be in [0, 100], got " + num(p.temperature);
-    if (p.top_k < 0) return "top_k must be >= 0 (0 = off), got " + std::to_string(p.top_k);
+    if (p.top_k < 0 || p.top_k > 1000000) return "top_k must be in [0, 1000000] (0 = off), got " + std::to_string(p.top_k);
     if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) return "top_p must be in (0, 1], got " + num(p.top_p);
-    if (!(p.min_p >= 0.0f && p.min_p < 1.0f)) return "min_p must be in [0, 1), got " + num(p.min_p);
-    if (!(p.repeat_penalty > 0.0f) || !std::isfinite(p.repeat_penalty))
-        return "repeat_penalty must be > 0 (1 = off), got " + num(p.repeat_penalty);
+    // min_p = 1 keeps only the most likely tokens (p >= p_max), as llama.cpp allows.
+    if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) return "min_p must be in [0, 1], got " + num(p.min_p);
+    if (!(p.repeat_penalty > 0.0f && p.repeat_penalty <= 10.0f))
+        return "repeat_penalty must be in (0, 10] (1 = off), got " + num(p.repeat_penalty);
     if (p.repeat_last_n < 0)
         return "repeat_last_n must be >= 0 (0 = off), got " + std::to_string(p.repeat_last_n);
     return std::nullopt;

@@ -109,9 +109,10 @@ chat_service::start(const caller &who, std::optional<std::string> session_id, ch
     runtime *rt = rt_.load();
     if (!rt) return service_error{errc::overloaded, "the model is still loading", 1000};
     if (draining_) return service_error{errc::overloaded, "the server is shutting down", 0};
-    if (req.rag && !rt->rag())
-        return service_error{errc::not_found, "rag: retrieval is not enabled on this server ([rag] enabled = false, "
-                                              "or its embedding model did not load)"};
+    if (req.rag && !rt->rag()) {
+        request_problem p = rag_unavailable();
+        return service_error{p.code, std::move(p.message)};
+    }
     const auto now = clock::now();
 
     std::unique_lock<std::mutex> lk(mu_);

@@ -105,7 +105,7 @@ bool load_config_file(const std::string &path, server_config &cfg, std::string &
         t.get<bool>("log_prompts", cfg.log_prompts);
         t.get<std::string>("log_level", cfg.log_level);
         t.get<int64_t>("max_tokens_default", cfg.max_tokens_default);
-        t.get<int64_t>("max_tokens_limit", cfg.max_tokens_limit);
+        t.get<int64_t>("max_tokens_limit", cfg.runtime.max_tokens_limit);
         t.done();
     }
     {
@@ -223,8 +223,10 @@ bool validate(const server_config &c, std::string &err) {
     if (c.max_write_queue_bytes < 1024) return bad("server.max_write_queue_bytes must be >= 1024");
     if (c.idle_timeout_s < 1) return bad("server.idle_timeout_s must be >= 1");
     if (c.header_timeout_s < 1) return bad("server.header_timeout_s must be >= 1");
-    if (c.max_tokens_default < 1 || c.max_tokens_default > c.max_tokens_limit)
-        return bad("server.max_tokens_default must be in [1, max_tokens_limit = " + std::to_string(c.max_tokens_limit) + "]");
+    if (c.runtime.max_tokens_limit < 1)
+        return bad("server.max_tokens_limit must be >= 1, got " + std::to_string(c.runtime.max_tokens_limit));
+    if (c.max_tokens_default < 1 || c.max_tokens_default > c.runtime.max_tokens_limit)
+        return bad("server.max_tokens_default must be in [1, max_tokens_limit = " + std::to_string(c.runtime.max_tokens_limit) + "]");
     if (c.retention_s < 1) return bad("sessions.retention_s must be >= 1");
     if (c.session_idle_s < 1) return bad("sessions.idle_s must be >= 1");
     if (c.max_sessions < 1) return bad("sessions.max_sessions must be >= 1");

@@ -33,8 +33,7 @@ struct server_config {
     std::vector<std::string> allowed_hosts;
     bool log_prompts = false;                 // prompt and answer text in the log
     std::string log_level = "info";
-    int max_tokens_default = 256;
-    int max_tokens_limit = 2048;
+    int max_tokens_default = 256;             // the limit, max_tokens_limit, is runtime's
     // [sessions]
     int retention_s = 300;                    // events of an unfollowed request are kept this long
     int session_idle_s = 1800;                // a conversation with no request is forgotten after

@@ -395,9 +395,10 @@ void http_session::route_rag(const request &req) {
     runtime *rt = srv_->service.rt();
     if (!rt) return respond_error(errc::overloaded, "the model is still loading", {}, 1000);
     caf::actor rag = rt->rag();
-    if (!rag)
-        return respond_error(errc::not_found, "retrieval is not enabled on this server ([rag] enabled = false, or its "
-                                              "embedding model did not load)");
+    if (!rag) {
+        request_problem p = rag_unavailable();
+        return respond_error(p.code, p.message);
+    }
     const http::verb verb = req.method();
     const int retry_ms = srv_->cfg.runtime.retry_after_ms;
     auto not_allowed = [&](const char *allowed) {

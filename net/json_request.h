@@ -9,14 +9,10 @@
 #include <string_view>
 
 #include "include/actorserve/messages.h"
+#include "include/actorserve/request_check.h"
 
 namespace actorserve {
 
-struct request_problem {
-    errc code = errc::invalid_request;
-    std::string message;
-    std::string param; // the offending field, when there is one
-};
 
 // The text as one JSON object. Problems: not JSON (simdjson's reason, which covers invalid
 // UTF-8), not an object.
@@ -31,9 +27,10 @@ std::optional<request_problem> get_number(simdjson::dom::element v, std::string_
 
 // A sampling or length field shared by the WebSocket protocol and the OpenAI API (temperature,
 // top_p, top_k, min_p, repeat_penalty, seed, max_tokens, stop, cache, rag) into r. nullopt and handled =
-// false when `key` is none of them. Range problems are errc::unprocessable.
+// false when `key` is none of them. Only types are checked (and that a number fits its field);
+// ranges are check_request's, which the parsers call on the whole request.
 std::optional<request_problem> read_generation_field(std::string_view key, simdjson::dom::element v,
-                                                     chat_request &r, int max_tokens_limit, bool &handled);
+                                                     chat_request &r, bool &handled);
 
 // A messages array ([{role, content}, ...]) appended to out.
 std::optional<request_problem> read_messages(simdjson::dom::element v, std::string_view key,

@@ -56,7 +56,7 @@ std::variant<openai_request, request_problem> parse_openai(simdjson::dom::parser
         std::string_view key = field.key;
         simdjson::dom::element v = field.value;
         bool handled = false;
-        if (auto p = read_generation_field(key, v, r.req, cfg.max_tokens_limit, handled)) return *p;
+        if (auto p = read_generation_field(key, v, r.req, handled)) return *p;
         if (handled) continue;
         if (key == "model") {
             if (auto p = get_string(v, key, r.model)) return *p;
@@ -108,6 +108,7 @@ std::variant<openai_request, request_problem> parse_openai(simdjson::dom::parser
         // OpenAI clients send them freely.
     }
     if (!has_input) return refused(chat ? "messages" : "prompt", "is missing");
+    if (auto p = check_request(r.req, cfg.runtime.limits())) return *p;
     if (!r.model.empty() && r.model != model_name)
         return request_problem{errc::not_found, "model '" + r.model.substr(0, 128) + "' does not exist; this server serves '" + model_name + "'",
                                "model"};

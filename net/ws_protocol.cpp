@@ -42,7 +42,7 @@ std::variant<ws_message, request_problem> parse_chat(simdjson::dom::object o, co
             if (auto p = get_bool(field.value, key, c.stream)) return *p;
         } else {
             bool handled = false;
-            if (auto p = read_generation_field(key, field.value, c.req, cfg.max_tokens_limit, handled)) return *p;
+            if (auto p = read_generation_field(key, field.value, c.req, handled)) return *p;
             if (!handled) return unknown_field("chat", key);
         }
     }
@@ -50,6 +50,7 @@ std::variant<ws_message, request_problem> parse_chat(simdjson::dom::object o, co
         return request_problem{errc::invalid_request, "give either message or messages, not both", "messages"};
     if (!has_message && !has_messages)
         return request_problem{errc::invalid_request, "a chat message needs message (a string) or messages (an array)", "message"};
+    if (auto p = check_request(c.req, cfg.runtime.limits())) return *p;
     return ws_message{std::move(c)};
 }
 

@@ -31,6 +31,7 @@
 #include "engine/tokenizer.h"
 #include "include/actorserve/messages.h"
 #include "include/actorserve/metrics.h"
+#include "include/actorserve/request_check.h"
 
 namespace actorserve {
 
@@ -49,11 +50,14 @@ struct runtime_config {
     std::chrono::milliseconds batch_wait{2};
     size_t scheduler_mailbox_limit = 4096;
     int retry_after_ms = 1000;
-    size_t max_request_bytes = 1 << 20;
+    size_t max_request_bytes = 1 << 20; // message text per request
+    int max_tokens_limit = 2048;    // a request's max_tokens is at most this
     cache_settings cache;           // the answer caches; off unless cache.enabled
     rag_runtime_settings rag;       // retrieval (the RAG actor); off unless rag.enabled
     std::string model_name;         // names the model to the caches; "": the file's stem
 
+    // What check_request allows a request (include/actorserve/request_check.h).
+    request_limits limits() const { return {max_tokens_limit, max_request_bytes}; }
     // The scheduler's settings these imply for a model (KV blocks from the capacity).
     scheduler_settings settings(const llama_hparams &hp) const;
 };

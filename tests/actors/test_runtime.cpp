@@ -156,7 +156,7 @@ TEST_CASE("runtime: cancelling a request ends it with 'cancelled' and frees its 
     auto bad = collect(self, 1);
     REQUIRE(bad[8].error);
     CHECK(bad[8].error->code == errc::invalid_request);
-    CHECK(bad[8].error->message == "message role must be system, user or assistant, got 'robot'");
+    CHECK(bad[8].error->message == "messages[0].role must be system, user or assistant, got 'robot'");
     // once nothing runs, every block is free (cached prefixes count as free)
     metrics_snapshot m;
     for (int i = 0; i < 50; ++i) {

@@ -238,7 +238,9 @@ TEST_CASE("validate: each bad parameter is named in the message") {
     CHECK(message([](sampling_params &p) { p.top_k = -1; }).find("top_k") == 0);
     CHECK(message([](sampling_params &p) { p.top_p = 0.0f; }).find("top_p") == 0);
     CHECK(message([](sampling_params &p) { p.top_p = 1.5f; }).find("top_p") == 0);
-    CHECK(message([](sampling_params &p) { p.min_p = 1.0f; }).find("min_p") == 0);
+    CHECK(message([](sampling_params &p) { p.min_p = 1.5f; }).find("min_p") == 0);
+    CHECK(message([](sampling_params &p) { p.top_k = 1000001; }).find("top_k") == 0);
+    CHECK(message([](sampling_params &p) { p.repeat_penalty = 11.0f; }).find("repeat_penalty") == 0);
     CHECK(message([](sampling_params &p) { p.min_p = -0.5f; }).find("min_p") == 0);
     CHECK(message([](sampling_params &p) { p.repeat_penalty = 0.0f; }).find("repeat_penalty") == 0);
     CHECK(message([](sampling_params &p) { p.repeat_last_n = -1; }).find("repeat_last_n") == 0);
@@ -249,4 +251,17 @@ TEST_CASE("validate: each bad parameter is named in the message") {
     edge.top_p = 1.0f;
     edge.min_p = 0.0f;
     CHECK_FALSE(validate(edge).has_value());
+    edge.min_p = 1.0f; // only the most likely tokens
+    edge.repeat_penalty = 10.0f;
+    CHECK_FALSE(validate(edge).has_value());
+}
+
+TEST_CASE("sampler: min_p = 1 keeps only the most likely token, whatever the seed") {
+    for (uint64_t seed = 0; seed < 32; ++seed) {
+        sampling_params p = plain(2.0f);
+        p.min_p = 1.0f;
+        p.seed = seed;
+        sampler s(p);
+        CHECK(s.sample(std::vector<float>{1.0f, 3.0f, 2.9f, -1.0f}, kNoHistory) == 1);
+    }
 }

@@ -392,14 +392,14 @@ TEST_CASE("rag off: the API answers 404 and a chat asking for retrieval is refus
     server_fixture fx; // server_fixture::config(): retrieval off
     const http_reply r = http_post(fx.port(), "/v1/rag/search", R"({"query": "x"})");
     CHECK(r.status == 404);
-    CHECK_MESSAGE(str_of(error_of(r), "message").find("retrieval is not enabled") != std::string::npos, r.body);
+    CHECK_MESSAGE(str_of(error_of(r), "message").find("retrieval (rag) is not enabled") != std::string::npos, r.body);
 
     const json::object req{{"messages", json::array{json::object{{"role", "user"}, {"content", "Hi"}}}},
                            {"max_tokens", 2},
                            {"rag", true}};
     const http_reply chat = http_post(fx.port(), "/v1/chat/completions", json::serialize(req));
     CHECK(chat.status == 404);
-    CHECK_MESSAGE(str_of(error_of(chat), "message").find("retrieval is not enabled") != std::string::npos, chat.body);
+    CHECK_MESSAGE(str_of(error_of(chat), "message").find("retrieval (rag) is not enabled") != std::string::npos, chat.body);
     const http_reply bad = http_post(fx.port(), "/v1/chat/completions",
                                      R"({"messages": [{"role": "user", "content": "Hi"}], "rag": {"top_k": "x"}})");
     CHECK(bad.status == 400);
