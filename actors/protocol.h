@@ -37,11 +37,14 @@ using placement_atom = caf::atom_constant<caf::atom("placement")>;
 struct gen_event {
     int64_t id = 0;
     std::vector<int32_t> tokens;        // sampled this step (at most one today)
-    std::string finish;                 // non-empty: the request ended ("stop", "length", ...)
+    std::optional<finish_reason> finish; // the request ended, and why
+    bool failed = false;                // or it ended without an answer: refused at submit, or
+                                        // its step failed; code and error say which
     int n_prompt = 0, n_cached = 0, n_generated = 0; // with finish
-    errc code = errc::internal;         // with finish == "error" or "rejected"
-    std::string error;                  // with finish == "error" or "rejected"
+    errc code = errc::internal;         // with failed
+    std::string error;                  // with failed
     int retry_after_ms = 0;
+    bool ended() const { return finish || failed; }
 };
 
 struct metrics_sample {

@@ -55,7 +55,7 @@ void unwatch(self_ptr self, const caf::actor &sink) {
 void reject(self_ptr self, const caf::actor &sink, int64_t id, errc code, std::string message) {
     gen_event e;
     e.id = id;
-    e.finish = "rejected";
+    e.failed = true;
     e.code = code;
     e.error = std::move(message);
     if (code == errc::overloaded) e.retry_after_ms = self->state.cfg.retry_after_ms;
@@ -80,18 +80,19 @@ void deliver(self_ptr self, const std::vector<seq_event> &events, const std::str
             c.last_token = now;
             ++st.sample.generated;
         }
-        if (e.finish) {
-            g.finish = *e.finish;
+        if (e.ended()) {
+            g.finish = e.finish;
             g.n_prompt = e.n_prompt;
             g.n_cached = e.n_cached;
             g.n_generated = e.n_generated;
-            if (g.finish == "error") {
+            if (e.failed) {
+                g.failed = true;
                 g.code = errc::internal;
                 g.error = error.empty() ? "the step failed" : error;
             }
         }
         self->send(c.sink, std::move(g));
-        if (e.finish) {
+        if (e.ended()) {
             st.sample.e2e_ms.push_back(ms_between(c.submitted, now));
             unwatch(self, c.sink);
             st.clients.erase(it);

@@ -2,7 +2,7 @@
 // scheduler_state), keeps one step in flight on the executor, and streams each sequence's
 // tokens to the actor that submitted it.
 //
-//   (submit_atom, gen_request)   queue it; a gen_event with finish "rejected" says why not
+//   (submit_atom, gen_request)   queue it; a gen_event with failed (and code, error) says why not
 //   (cancel_atom, int64_t id)    end a request; its blocks are free before the next step
 //   (cancel_atom, int64_t id, stop_atom)
 //                                the same, for a stop string the session found: it ends (and

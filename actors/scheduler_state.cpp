@@ -11,12 +11,14 @@ namespace actorserve {
 namespace {
 
 // The counter of a finish reason.
-uint64_t &outcome(scheduler_counts &c, std::string_view reason) {
-    if (reason == "stop") return c.stop;
-    if (reason == "length") return c.length;
-    if (reason == "context") return c.context;
-    if (reason == "cancelled") return c.cancelled;
-    assert(reason == "error");
+uint64_t &outcome(scheduler_counts &c, std::optional<finish_reason> reason) {
+    if (!reason) return c.error;
+    switch (*reason) {
+    case finish_reason::stop: return c.stop;
+    case finish_reason::length: return c.length;
+    case finish_reason::context: return c.context;
+    case finish_reason::cancelled: return c.cancelled;
+    }
     return c.error;
 }
 
@@ -85,7 +87,7 @@ bool scheduler_state::cancel(int64_t id, bool stop_string) {
     auto it = seqs_.find(id);
     if (it == seqs_.end()) return false;
     sequence &s = it->second;
-    const char *reason = stop_string ? "stop" : "cancelled";
+    const finish_reason reason = stop_string ? finish_reason::stop : finish_reason::cancelled;
     if (s.in_step) s.cancelled = reason; // finished by complete(): the executor is still writing its blocks
     else finish(id, reason, ended_);
     return true;
@@ -97,7 +99,7 @@ std::vector<seq_event> scheduler_state::drain_ended() {
     return out;
 }
 
-void scheduler_state::finish(int64_t id, const char *reason, std::vector<seq_event> &out) {
+void scheduler_state::finish(int64_t id, std::optional<finish_reason> reason, std::vector<seq_event> &out) {
     sequence &s = seqs_.at(id);
     if (s.slot >= 0) {
         kv_.release(id);
@@ -110,6 +112,7 @@ void scheduler_state::finish(int64_t id, const char *reason, std::vector<seq_eve
     if (out.empty() || out.back().id != id) out.push_back({id, std::nullopt, std::nullopt});
     seq_event &e = out.back();
     e.finish = reason;
+    e.failed = !reason;
     e.n_prompt = static_cast<int>(s.req.prompt.size());
     e.n_cached = s.n_cached;
     e.n_generated = s.n_generated;
@@ -234,7 +237,7 @@ std::vector<seq_event> scheduler_state::abort_in_flight() {
     std::vector<seq_event> out;
     for (int64_t id : plan_ids_) {
         seqs_.at(id).in_step = false;
-        finish(id, "error", out);
+        finish(id, std::nullopt, out);
     }
     plan_ids_.clear();
     plan_lens_.clear();
@@ -250,7 +253,7 @@ std::vector<seq_event> scheduler_state::complete(const std::vector<std::pair<int
         sequence &s = seqs_.at(id);
         s.in_step = false;
         if (s.cancelled) {
-            finish(id, s.cancelled, out);
+            finish(id, *s.cancelled, out);
             continue;
         }
         const int n = plan_lens_[i];
@@ -260,17 +263,17 @@ std::vector<seq_event> scheduler_state::complete(const std::vector<std::pair<int
         if (s.num_computed < static_cast<int>(s.tokens.size())) continue; // prompt not done yet
         auto hit = std::find_if(sampled.begin(), sampled.end(), [&](const auto &e) { return e.first == id; });
         assert(hit != sampled.end());
-        if (hit == sampled.end()) { finish(id, "error", out); continue; }
+        if (hit == sampled.end()) { finish(id, std::nullopt, out); continue; }
         const int32_t tok = hit->second;
         if (is_eog_(tok)) {
-            finish(id, "stop", out);
+            finish(id, finish_reason::stop, out);
             continue;
         }
         s.tokens.push_back(tok);
         ++s.n_generated;
         out.push_back({id, tok, std::nullopt});
-        if (s.n_generated >= s.req.max_tokens) finish(id, "length", out);
-        else if (static_cast<int>(s.tokens.size()) >= settings_.n_ctx) finish(id, "context", out);
+        if (s.n_generated >= s.req.max_tokens) finish(id, finish_reason::length, out);
+        else if (static_cast<int>(s.tokens.size()) >= settings_.n_ctx) finish(id, finish_reason::context, out);
     }
     plan_ids_.clear();
     plan_lens_.clear();

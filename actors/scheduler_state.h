@@ -20,6 +20,7 @@
 #include "engine/kv_blocks.h"
 #include "engine/sampler.h"
 #include "include/actorserve/errc.h"
+#include "include/actorserve/finish_reason.h"
 
 namespace actorserve {
 
@@ -65,8 +66,10 @@ struct step_plan {
 struct seq_event {
     int64_t id = 0;
     std::optional<int32_t> token;     // the token sampled this step (not an end-of-generation one)
-    std::optional<std::string> finish; // "stop", "length", "context", "cancelled", "error"
-    // with finish: what the request cost
+    std::optional<finish_reason> finish; // the request ended, and why
+    bool failed = false;              // or it ended because its step failed (finish is empty)
+    bool ended() const { return finish || failed; }
+    // when it ended: what the request cost
     int n_prompt = 0, n_cached = 0, n_generated = 0;
 };
 
@@ -146,7 +149,7 @@ private:
         uint64_t admit_order = 0;     // larger: younger (preempted first)
         bool first = true;            // next plan is its first since admission
         bool admitted = false;        // ever admitted (preemption does not undo it)
-        const char *cancelled = nullptr; // cancelled while in a step: how it ends when the step completes
+        std::optional<finish_reason> cancelled; // cancelled while in a step: how it ends when the step completes
         bool in_step = false;         // part of the plan in flight
     };
 
@@ -154,7 +157,7 @@ private:
     bool try_admit(sequence &s, int budget);
     bool make_room(int64_t for_id);   // preempts the youngest other running sequence
     void preempt(int64_t id);
-    void finish(int64_t id, const char *reason, std::vector<seq_event> &out);
+    void finish(int64_t id, std::optional<finish_reason> reason, std::vector<seq_event> &out); // nullopt: failed
 
     scheduler_settings settings_;
     std::function<bool(int32_t)> is_eog_;

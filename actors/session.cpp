@@ -92,7 +92,7 @@ void finish(self_ptr self, const gen_event &e) {
         end_request(self);
         return;
     }
-    if (e.finish == "rejected" || e.finish == "error") {
+    if (e.failed) {
         send_error(self, a.client, a.client_id, e.code, e.error, e.retry_after_ms);
         end_request(self);
         return;
@@ -107,7 +107,7 @@ void finish(self_ptr self, const gen_event &e) {
     }
     chat_done d;
     d.id = a.client_id;
-    d.finish_reason = a.stopped ? "stop" : e.finish;
+    d.finish_reason = a.stopped ? finish_reason::stop : *e.finish;
     d.text = a.text;
     d.usage = {e.n_prompt, e.n_cached, e.n_generated};
     d.ttft_ms = a.ttft_ms < 0 ? 0.0 : a.ttft_ms;
@@ -116,13 +116,14 @@ void finish(self_ptr self, const gen_event &e) {
         d.cache_scope = a.cache_scope;
         d.cache_debug_refused = a.cache_debug_refused;
     }
-    if (d.finish_reason != "cancelled" && !a.raw) {
+    if (d.finish_reason != finish_reason::cancelled && !a.raw) {
         st.turns.insert(st.turns.end(), a.asked.begin(), a.asked.end());
         st.turns.push_back({"assistant", a.text});
     }
-    if (a.query && (d.finish_reason == "stop" || d.finish_reason == "length"))
+    if (a.query && (d.finish_reason == finish_reason::stop || d.finish_reason == finish_reason::length))
         self->send(st.cfg.cache, store_atom::value,
-                   cache_store{std::move(*a.query), std::move(a.vec), cached_answer{a.text, d.finish_reason, e.n_generated}});
+                   cache_store{std::move(*a.query), std::move(a.vec),
+                               cached_answer{a.text, std::string(name(d.finish_reason)), e.n_generated}});
     self->send(a.client, std::move(d));
     end_request(self);
 }
@@ -156,7 +157,8 @@ void answer_from_cache(self_ptr self, cache_reply &r) {
     a.text = r.answer.text;
     chat_done d;
     d.id = a.client_id;
-    d.finish_reason = r.answer.finish_reason;
+    // The cache file holds the reason as text (cache/request_key.h); only stop and length are stored.
+    d.finish_reason = parse_finish_reason(r.answer.finish_reason).value_or(finish_reason::stop);
     d.text = a.text;
     d.usage = {a.n_prompt, a.n_prompt, r.answer.completion_tokens};
     d.ttft_ms = a.ttft_ms < 0 ? 0.0 : a.ttft_ms;
@@ -301,7 +303,7 @@ void on_passages(self_ptr self, int64_t gen_id, rag_search_reply &rep) {
     if (a.cancel_held) {
         chat_done d;
         d.id = a.client_id;
-        d.finish_reason = "cancelled";
+        d.finish_reason = finish_reason::cancelled;
         self->send(a.client, std::move(d));
         return end_request(self);
     }
@@ -412,7 +414,7 @@ caf::behavior session_actor(self_ptr self, session_config cfg, caf::actor schedu
             if (a.cancel_held) {
                 chat_done d;
                 d.id = a.client_id;
-                d.finish_reason = "cancelled";
+                d.finish_reason = finish_reason::cancelled;
                 d.usage = {a.n_prompt, 0, 0};
                 self->send(a.client, std::move(d));
                 return end_request(self);
@@ -436,7 +438,7 @@ caf::behavior session_actor(self_ptr self, session_config cfg, caf::actor schedu
             auto &st = self->state;
             if (!st.cur || e.id != st.cur->gen_id) return; // a request already answered
             for (int32_t t : e.tokens) emit(self, st.cur->utf8.push(st.cfg.tok->token_bytes(t, false)));
-            if (!e.finish.empty()) finish(self, e);
+            if (e.ended()) finish(self, e);
         },
     };
 }

@@ -90,7 +90,7 @@ bool run_once(caf::actor_system &sys, const runtime_config &rc, int n, int max_t
                     client_result &c = res[static_cast<size_t>(d.id)];
                     c.tokens = d.usage.completion_tokens;
                     c.last = clk::now();
-                    c.outcome = d.finish_reason;
+                    c.outcome = std::string(name(d.finish_reason));
                     --open;
                 },
                 [&](const chat_error &e) {

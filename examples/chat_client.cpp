@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
             self->receive(
                 [&](const actorserve::chat_delta &d) { std::cout << d.text << std::flush; },
                 [&](const actorserve::chat_done &d) {
-                    std::cout << "\n[" << d.finish_reason << ", " << d.usage.prompt_tokens << " prompt tokens ("
+                    std::cout << "\n[" << actorserve::name(d.finish_reason) << ", " << d.usage.prompt_tokens << " prompt tokens ("
                               << d.usage.cached_tokens << " cached), " << d.usage.completion_tokens
                               << " generated, first text after " << d.ttft_ms << " ms]\n";
                     running = false;

@@ -34,11 +34,6 @@ boost::json::object usage_json(const chat_usage &u) {
             {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
 }
 
-// Our finish reasons in OpenAI's words: the context filling up is a length limit too.
-std::string_view openai_finish(const std::string &f) {
-    if (f == "context") return "length";
-    return f;
-}
 
 } // namespace
 
@@ -118,7 +113,7 @@ std::variant<openai_request, request_problem> parse_openai(simdjson::dom::parser
 
 std::string render_openai_response(const openai_request &r, const std::string &id, int64_t created,
                                    const std::string &model, const stream_event &done) {
-    boost::json::object choice{{"index", 0}, {"finish_reason", openai_finish(done.finish_reason)}, {"logprobs", nullptr}};
+    boost::json::object choice{{"index", 0}, {"finish_reason", openai_name(done.finish_reason)}, {"logprobs", nullptr}};
     if (r.chat) choice["message"] = {{"role", "assistant"}, {"content", done.text}};
     else choice["text"] = done.text;
     boost::json::object o{{"id", id},
@@ -143,7 +138,7 @@ std::string render_openai_chunk(const openai_request &r, const std::string &id, 
         choice["finish_reason"] = nullptr;
     } else if (e.kind == stream_event::done) {
         if (!r.chat) choice["text"] = "";
-        choice["finish_reason"] = openai_finish(e.finish_reason);
+        choice["finish_reason"] = openai_name(e.finish_reason);
     } else {
         if (r.chat) delta["content"] = "";
         else choice["text"] = "";

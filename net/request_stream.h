@@ -26,7 +26,7 @@ namespace actorserve {
 struct stream_event {
     enum kind_t : uint8_t { start, token, done, error } kind = start;
     std::string text;               // token: the delta; done: the whole answer
-    std::string finish_reason;      // done
+    actorserve::finish_reason finish_reason = actorserve::finish_reason::stop; // done
     chat_usage usage;               // done
     double ttft_ms = 0, total_ms = 0; // done
     errc code = errc::internal;     // error

@@ -119,7 +119,7 @@ std::string render_event(const request_stream &s, size_t event_id, const stream_
         break;
     case stream_event::token: o["text"] = e.text; break;
     case stream_event::done: {
-        o["finish_reason"] = e.finish_reason;
+        o["finish_reason"] = name(e.finish_reason);
         o["text"] = e.text;
         o["usage"] = {{"prompt_tokens", e.usage.prompt_tokens},
                       {"cached_tokens", e.usage.cached_tokens},

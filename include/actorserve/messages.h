@@ -19,6 +19,7 @@
 #include "engine/chat_template.h"
 #include "engine/sampler.h"
 #include "include/actorserve/errc.h"
+#include "include/actorserve/finish_reason.h"
 #include "rag/knowledge_base.h"
 
 namespace actorserve {
@@ -74,7 +75,7 @@ struct chat_usage {
 
 struct chat_done {
     int64_t id = 0;
-    std::string finish_reason;            // "stop", "length", "context", "cancelled"
+    actorserve::finish_reason finish_reason = actorserve::finish_reason::stop;
     std::string text;                     // the whole answer (the deltas joined)
     chat_usage usage;
     double ttft_ms = 0.0;                 // request to first delta

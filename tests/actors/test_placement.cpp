@@ -145,8 +145,8 @@ std::map<int64_t, result> collect(caf::scoped_actor &self, size_t n) {
             [&](gen_event &e) {
                 result &r = out[e.id];
                 r.tokens.insert(r.tokens.end(), e.tokens.begin(), e.tokens.end());
-                if (!e.finish.empty()) {
-                    r.finish = e.finish;
+                if (e.ended()) {
+                    r.finish = e.failed ? "failed" : std::string(name(*e.finish));
                     ++ended;
                 }
             },

@@ -149,7 +149,7 @@ TEST_CASE("runtime: cancelling a request ends it with 'cancelled' and frees its 
             [&](chat_error &e) { FAIL(e.message); },
             caf::after(120s) >> [&] { FAIL("no answer"); });
     }
-    CHECK(done->finish_reason == "cancelled");
+    CHECK(done->finish_reason == finish_reason::cancelled);
     CHECK(done->usage.completion_tokens < 400);
     // busy and invalid requests are refused by name
     self->send(s, chat_request{8, {{"robot", "hi"}}, greedy(), 4, {}});
@@ -190,7 +190,7 @@ TEST_CASE("runtime: a flood of many times the capacity ends every request, done 
     for (auto &[id, o] : r) {
         if (o.done) {
             ++done;
-            CHECK(o.done->finish_reason != "cancelled");
+            CHECK(o.done->finish_reason != finish_reason::cancelled);
         } else {
             REQUIRE(o.error);
             CHECK(o.error->code == errc::overloaded);

@@ -54,7 +54,7 @@ struct harness {
     void absorb(const std::vector<seq_event> &evs) {
         for (const seq_event &e : evs) {
             if (e.token) out[e.id].push_back(*e.token);
-            if (e.finish) finish[e.id] = *e.finish;
+            if (e.ended()) finish[e.id] = e.failed ? "error" : std::string(name(*e.finish));
         }
     }
     void run_to_end(int max_steps = 1000) {
@@ -242,7 +242,7 @@ TEST_CASE("scheduler: every request is counted once by how it ended, and its que
     std::map<int64_t, std::string> finish;
     auto absorb = [&](const std::vector<seq_event> &evs) {
         for (const seq_event &e : evs)
-            if (e.finish) finish[e.id] = *e.finish;
+            if (e.ended()) finish[e.id] = e.failed ? "error" : std::string(name(*e.finish));
     };
     REQUIRE(!sched.submit({1, {1, 2, 3}, greedy(), 2}));          // ends at max_tokens
     REQUIRE(!sched.submit({2, {1, 2, 3, 4, 5}, greedy(), 10}));   // ends when the context is full

@@ -107,3 +107,11 @@ TEST_CASE("request check: the same request gets the same code over WebSocket, Op
         }
     }
 }
+
+TEST_CASE("finish reasons: one enum, spelled at the edges") {
+    for (finish_reason f : {finish_reason::stop, finish_reason::length, finish_reason::context, finish_reason::cancelled})
+        CHECK(parse_finish_reason(name(f)) == f);
+    CHECK(openai_name(finish_reason::context) == "length"); // OpenAI has no word for a full context
+    CHECK(openai_name(finish_reason::stop) == "stop");
+    CHECK_FALSE(parse_finish_reason("rejected").has_value());
+}
