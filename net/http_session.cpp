@@ -217,21 +217,18 @@ void http_session::route(request &&req) {
                                        std::string(req[http::field::content_type].substr(0, 64)) + "'");
 
     if (path_ == "/metrics" && get) {
-        metrics_snapshot snap;
-        if (runtime *rt = srv_->service.rt()) {
-            caf::scoped_actor self{srv_->sys};
-            self->request(rt->metrics(), std::chrono::seconds(2), get_atom::value)
-                .receive([&](const metrics_snapshot &m) { snap = m; }, [&](caf::error &) {});
-        }
-        server_stats st;
-        st.open_connections = srv_->connections.load();
-        st.websocket_connections = srv_->websockets.load();
-        st.connections_refused = srv_->refused.load();
-        st.retained_requests = srv_->service.retained();
-        st.sessions = srv_->service.sessions();
-        st.ready = srv_->service.ready();
-        return respond(http::status::ok, render_prometheus(snap, st, srv_->model_name),
-                       "text/plain; version=0.0.4; charset=utf-8");
+        runtime *rt = srv_->service.rt();
+        if (!rt) return respond_metrics(metrics_snapshot{}); // loading: the server's own figures
+        // The runtime's figures come from its metrics actor; a scrape that gets no answer in
+        // 2 s still gets the server's own (and the runtime's as zeros), as before.
+        return ask_actor<metrics_snapshot>(
+            rt->metrics(), std::chrono::seconds(2),
+            [](http_session &s, metrics_snapshot &m) { s.respond_metrics(m); },
+            [](http_session &s, const std::string &why) {
+                spdlog::warn("/metrics: the metrics actor did not answer ({})", why);
+                s.respond_metrics(metrics_snapshot{});
+            },
+            get_atom::value);
     }
     if (path_ == "/v1/models" && get) return respond(http::status::ok, render_models(srv_->model_name, srv_->created));
     if (path_ == "/v1/chat/completions" && post) return start_completion(true, req);
@@ -330,14 +327,26 @@ rag_limits limits_of(const server_config &cfg) {
 
 } // namespace
 
-// A short-lived actor asks the RAG actor and ends with the answer; the answer reaches this
+void http_session::respond_metrics(const metrics_snapshot &snap) {
+    server_stats st;
+    st.open_connections = srv_->connections.load();
+    st.websocket_connections = srv_->websockets.load();
+    st.connections_refused = srv_->refused.load();
+    st.retained_requests = srv_->service.retained();
+    st.sessions = srv_->service.sessions();
+    st.ready = srv_->service.ready();
+    respond(http::status::ok, render_prometheus(snap, st, srv_->model_name), "text/plain; version=0.0.4; charset=utf-8");
+}
+
+// A short-lived actor asks the target actor and ends with the answer; the answer reaches this
 // connection on its strand through the io_gate, which the actor holds instead of the connection
 // (see net/stream_waker.h): it never keeps a connection alive, and never posts to an io_context
 // that shutdown has destroyed. An error the actor sends (rag_error: overloaded) keeps its code;
 // another CAF error (the actor gone, the deadline passed) becomes a 503 or a 500.
 template <class Reply, class... Ts>
-void http_session::ask_rag(caf::actor rag, std::chrono::seconds timeout,
-                           std::function<void(http_session &, Reply &)> on_reply, Ts &&...msg) {
+void http_session::ask_actor(caf::actor target, std::chrono::seconds timeout,
+                             std::function<void(http_session &, Reply &)> on_reply,
+                             std::function<void(http_session &, const std::string &why)> on_error, Ts &&...msg) {
     using handler = std::function<void(http_session &)>;
     auto deliver = [w = weak_from_this(), gate = srv_->gate](handler f) {
         gate->run([&] {
@@ -353,10 +362,10 @@ void http_session::ask_rag(caf::actor rag, std::chrono::seconds timeout,
         });
     };
     const int retry_ms = srv_->cfg.runtime.retry_after_ms;
-    // The RAG actor is passed as the spawned actor's argument, not captured: CAF 0.17.6 builds an
+    // The target is passed as the spawned actor's argument, not captured: CAF 0.17.6 builds an
     // actor spawned with no arguments from a null shared_ptr<tuple<>> that it dereferences,
     // which UBSan reports.
-    srv_->sys.spawn([timeout, deliver, on_reply = std::move(on_reply), retry_ms,
+    srv_->sys.spawn([timeout, deliver, on_reply = std::move(on_reply), on_error = std::move(on_error), retry_ms,
                      args = std::make_tuple(std::forward<Ts>(msg)...)](caf::event_based_actor *self, caf::actor target) mutable {
         std::apply(
             [&](auto &...a) {
@@ -365,7 +374,11 @@ void http_session::ask_rag(caf::actor rag, std::chrono::seconds timeout,
                         [deliver, on_reply](Reply &r) {
                             deliver([on_reply, r = std::move(r)](http_session &s) mutable { on_reply(s, r); });
                         },
-                        [self, deliver, timeout, retry_ms](caf::error &e) {
+                        [self, deliver, timeout, retry_ms, on_error](caf::error &e) {
+                            if (on_error) {
+                                const std::string why = self->system().render(e);
+                                return deliver([on_error, why](http_session &s) { on_error(s, why); });
+                            }
                             if (e.category() == caf::atom("actorserve")) { // rag_error: the actor refused
                                 const auto code = static_cast<errc>(e.code());
                                 std::string m = code == errc::overloaded
@@ -385,7 +398,7 @@ void http_session::ask_rag(caf::actor rag, std::chrono::seconds timeout,
                         });
             },
             args);
-    }, std::move(rag));
+    }, std::move(target));
     // The pending watch is what keeps this connection alive until the answer comes (nothing
     // else holds it meanwhile), and it notices a client that hangs up.
     watch_peer();
@@ -410,49 +423,49 @@ void http_session::route_rag(const request &req) {
 
     if (path_ == "/v1/rag/documents") {
         if (verb == http::verb::get)
-            return ask_rag<rag_status>(
+            return ask_actor<rag_status>(
                 rag, std::chrono::seconds(30),
                 [](http_session &s, rag_status &st) { s.respond(http::status::ok, render_rag_documents(st)); },
-                get_atom::value);
+                nullptr, get_atom::value);
         if (verb != http::verb::post) return not_allowed("GET or POST");
         rag_ingest msg;
         if (auto p = parse_rag_documents(parser_json_, req.body(), limits_of(srv_->cfg), msg.documents))
             return respond_error(p->code, p->message, p->param);
         // Embedding is the slow part (a few chunks per second per thread on a small CPU): the
         // deadline is generous, and the reply comes when every document is committed and saved.
-        return ask_rag<rag_ingest_reply>(
+        return ask_actor<rag_ingest_reply>(
             rag, std::chrono::seconds(3600),
             [retry_ms](http_session &s, rag_ingest_reply &r) {
                 if (!r.ok) return s.respond_error(r.code, r.error, {}, retry_ms);
                 s.respond(http::status::ok, render_rag_ingest(r));
             },
-            std::move(msg));
+            nullptr, std::move(msg));
     }
     if (path_.rfind("/v1/rag/documents/", 0) == 0) {
         if (verb != http::verb::delete_) return not_allowed("DELETE");
         auto id = percent_decode(std::string_view(path_).substr(std::string_view("/v1/rag/documents/").size()));
         if (!id) return respond_error(errc::invalid_request, "the document id in the path has a malformed %-escape");
         if (id->empty()) return respond_error(errc::invalid_request, "the document id in the path is empty");
-        return ask_rag<bool>(
+        return ask_actor<bool>(
             rag, std::chrono::seconds(30),
             [doc = *id](http_session &s, bool &deleted) {
                 if (!deleted) return s.respond_error(errc::not_found, "no document with id '" + doc.substr(0, 128) + "'");
                 s.respond(http::status::ok, render_rag_deleted(doc));
             },
-            delete_atom::value, *id);
+            nullptr, delete_atom::value, *id);
     }
     if (path_ == "/v1/rag/search") {
         if (verb != http::verb::post) return not_allowed("POST");
         rag_search msg;
         if (auto p = parse_rag_search(parser_json_, req.body(), limits_of(srv_->cfg), msg.req))
             return respond_error(p->code, p->message, p->param);
-        return ask_rag<rag_search_reply>(
+        return ask_actor<rag_search_reply>(
             rag, std::chrono::seconds(60),
             [retry_ms](http_session &s, rag_search_reply &r) {
                 if (!r.ok) return s.respond_error(r.code, r.error, {}, retry_ms);
                 s.respond(http::status::ok, render_rag_search(r));
             },
-            std::move(msg));
+            nullptr, std::move(msg));
     }
     respond_error(errc::not_found, "nothing at " + method_ + " " + path_.substr(0, 128) +
                                        " (retrieval: /v1/rag/documents, /v1/rag/documents/{id}, /v1/rag/search)");

@@ -46,12 +46,14 @@ private:
 
     void start_completion(bool chat, const request &req);
 
-    // The retrieval API (net/rag_api.h). The RAG actor's answer comes back through ask_rag,
-    // never by blocking this connection's I/O thread.
+    // The retrieval API (net/rag_api.h) and /metrics. An actor's answer comes back through
+    // ask_actor, never by blocking this connection's I/O thread. on_error (null: the retrieval
+    // API's answers, a 503 or a 500 naming the knowledge base) hears why no reply came.
     void route_rag(const request &req);
+    void respond_metrics(const metrics_snapshot &snap);
     template <class Reply, class... Ts>
-    void ask_rag(caf::actor rag, std::chrono::seconds timeout, std::function<void(http_session &, Reply &)> on_reply,
-                 Ts &&...msg);
+    void ask_actor(caf::actor target, std::chrono::seconds timeout, std::function<void(http_session &, Reply &)> on_reply,
+                   std::function<void(http_session &, const std::string &why)> on_error, Ts &&...msg);
     void pump();
     void write_raw(std::string bytes);
     void on_raw_written(beast::error_code ec);
