@@ -33,7 +33,7 @@ struct caches {
     void save() {
         if (cfg.dir.empty() || !dirty) return;
         std::string err;
-        // A failed save keeps the previous file whole (cache/persist.h) and is retried next time.
+        // A failed save keeps the previous file whole (store/persist.h) and is retried next time.
         if (!exact.save(path("exact.cache"), err)) return;
         if (sem && !sem->save(path("semantic.cache"), err)) return;
         dirty = false;

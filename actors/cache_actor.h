@@ -16,7 +16,7 @@
 // mailbox limit. Over the limit a lookup is answered at once with `bypass` (the request goes on
 // to the scheduler, which has its own limits) and a store is dropped; both are counted in the
 // metrics, never silent. The caches are saved to settings.dir on that interval and when the
-// actor exits; a corrupt file found at start-up is set aside (cache/persist.h).
+// actor exits; a corrupt file found at start-up is set aside (store/persist.h).
 #pragma once
 
 #include <caf/all.hpp>

@@ -120,7 +120,7 @@ struct rag_core {
     }
 
     // "" when saved (or memory only), else the problem. A failed save keeps the previous file
-    // whole (cache/persist.h); the next change saves everything again.
+    // whole (store/persist.h); the next change saves everything again.
     std::string save() {
         if (cfg.file.empty()) return "";
         std::string err;

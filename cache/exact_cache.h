@@ -17,7 +17,7 @@
 #include <unordered_map>
 
 #include "cache/lfu_ttl.h"
-#include "cache/persist.h"
+#include "store/persist.h"
 #include "cache/request_key.h"
 
 namespace actorserve {
@@ -62,7 +62,7 @@ public:
     size_t size() const { return entries_.size(); }
     const cache_limits &limits() const { return limits_; }
 
-    // Whole cache to/from one file (cache/persist.h). load() replaces the contents; expired
+    // Whole cache to/from one file (store/persist.h). load() replaces the contents; expired
     // entries are dropped; a bad file is set aside and the cache is left empty.
     bool save(const std::string &path, std::string &err) const;
     cache_load_report load(const std::string &path);

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cache/hash.h"
+#include "store/hash.h"
 #include "engine/chat_template.h"
 #include "engine/sampler.h"
 

@@ -1,5 +1,5 @@
 #include "cache/semantic_cache.h"
-#include "cache/hash.h"
+#include "store/hash.h"
 #include "cache/vector_scan.h"
 
 #include <algorithm>

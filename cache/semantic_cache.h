@@ -41,7 +41,7 @@
 
 #include "cache/lfu_ttl.h"
 #include "cache/near_miss.h"
-#include "cache/persist.h"
+#include "store/persist.h"
 #include "cache/request_key.h"
 
 namespace faiss {

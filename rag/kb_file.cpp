@@ -1,4 +1,4 @@
-// The knowledge base's file (rag/knowledge_base.h): one cache file of kind rag (cache/persist.h
+// The knowledge base's file (rag/knowledge_base.h): one cache file of kind rag (store/persist.h
 // gives the header, checksum and atomic write); this is its payload.
 //
 // Payload (little-endian, strings u64-length-prefixed):

@@ -26,7 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cache/persist.h"
+#include "store/persist.h"
 #include "rag/bm25.h"
 #include "rag/chunker.h"
 #include "rag/document.h"
@@ -153,7 +153,7 @@ public:
 
     bool save(const std::string &path, std::string &err) const;
     // Replaces the contents with the file's; a missing file leaves the base empty; a corrupt one is
-    // set aside (see cache/persist.h) and the base starts empty.
+    // set aside (see store/persist.h) and the base starts empty.
     cache_load_report load(const std::string &path);
 
 private:

@@ -2,7 +2,7 @@
 // content hash that lets an unchanged document skip all of it.
 #include "rag/knowledge_base.h"
 
-#include "cache/hash.h"
+#include "store/hash.h"
 #include "engine/embedder.h"
 
 namespace actorserve {

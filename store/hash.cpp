@@ -1,4 +1,4 @@
-#include "cache/hash.h"
+#include "store/hash.h"
 
 #include <bit>
 #include <cstring>

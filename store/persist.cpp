@@ -1,6 +1,6 @@
-#include "cache/persist.h"
+#include "store/persist.h"
 
-#include "cache/hash.h"
+#include "store/hash.h"
 
 #include <cerrno>
 #include <cstdio>
