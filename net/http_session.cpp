@@ -35,7 +35,7 @@ std::string_view path_of(std::string_view target) { return target.substr(0, targ
 } // namespace
 
 http_session::http_session(asio::ip::tcp::socket &&socket, std::shared_ptr<server_impl> srv, bool refuse)
-    : stream_(std::move(socket)), srv_(std::move(srv)), refuse_(refuse) {
+    : stream_(std::move(socket)), srv_(std::move(srv)), refuse_(refuse), outq_(srv_->cfg.max_write_queue_bytes) {
     if (!refuse_) slot_ = std::make_shared<connection_slot>(*srv_);
 }
 
@@ -344,7 +344,7 @@ void http_session::respond_metrics(const metrics_snapshot &snap) {
 // that shutdown has destroyed. An error the actor sends (rag_error: overloaded) keeps its code;
 // another CAF error (the actor gone, the deadline passed) becomes a 503 or a 500.
 template <class Reply, class... Ts>
-void http_session::ask_actor(caf::actor target, std::chrono::seconds timeout,
+void http_session::ask_actor(caf::actor to, std::chrono::seconds timeout,
                              std::function<void(http_session &, Reply &)> on_reply,
                              std::function<void(http_session &, const std::string &why)> on_error, Ts &&...msg) {
     using handler = std::function<void(http_session &)>;
@@ -398,7 +398,7 @@ void http_session::ask_actor(caf::actor target, std::chrono::seconds timeout,
                         });
             },
             args);
-    }, std::move(target));
+    }, std::move(to));
     // The pending watch is what keeps this connection alive until the answer comes (nothing
     // else holds it meanwhile), and it notices a client that hangs up.
     watch_peer();
@@ -538,28 +538,24 @@ void http_session::pump() {
 }
 
 void http_session::write_raw(std::string bytes) {
-    out_bytes_ += bytes.size();
-    outq_.push_back(std::move(bytes));
-    if (out_bytes_ > srv_->cfg.max_write_queue_bytes) {
+    const size_t n = bytes.size();
+    if (!outq_.push(std::move(bytes))) {
         spdlog::warn("{} {}: {} bytes wait to be sent (limit {}), closing: the client is not reading", method_, path_,
-                     out_bytes_, srv_->cfg.max_write_queue_bytes);
+                     outq_.bytes() + n, outq_.limit());
         if (rs_) srv_->service.cancel(*rs_);
         done_ = true;
         keep_alive_ = false;
         stream_.close(); // pending operations complete with errors and release the session
         return;
     }
-    if (writing_) return;
-    writing_ = true;
+    if (outq_.writing()) return;
     stream_.expires_after(std::chrono::seconds(60));
-    asio::async_write(stream_, asio::buffer(outq_.front()),
+    asio::async_write(stream_, asio::buffer(outq_.start()),
                       [self = shared_from_this()](beast::error_code ec, size_t) { self->on_raw_written(ec); });
 }
 
 void http_session::on_raw_written(beast::error_code ec) {
-    writing_ = false;
-    out_bytes_ -= outq_.front().size();
-    outq_.pop_front();
+    outq_.done();
     if (ec) {
         if (rs_) {
             spdlog::info("{} {}: the client went away, its request cancelled", method_, path_);
@@ -568,13 +564,11 @@ void http_session::on_raw_written(beast::error_code ec) {
             rs_.reset();
         }
         outq_.clear();
-        out_bytes_ = 0;
         return srv_->remove(this);
     }
     if (!outq_.empty()) {
-        writing_ = true;
         stream_.expires_after(std::chrono::seconds(60));
-        asio::async_write(stream_, asio::buffer(outq_.front()),
+        asio::async_write(stream_, asio::buffer(outq_.start()),
                           [self = shared_from_this()](beast::error_code e, size_t) { self->on_raw_written(e); });
         return;
     }

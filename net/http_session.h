@@ -15,6 +15,7 @@
 
 #include "net/openai.h"
 #include "net/server_impl.h"
+#include "net/write_queue.h"
 
 namespace actorserve {
 
@@ -82,9 +83,7 @@ private:
     std::string resp_id_;
     size_t next_ = 0;
     bool sse_started_ = false, first_chunk_ = true, watching_ = false, done_ = false;
-    std::deque<std::string> outq_;
-    size_t out_bytes_ = 0;
-    bool writing_ = false;
+    write_queue outq_;             // the event stream's bytes to send (net/write_queue.h)
 };
 
 } // namespace actorserve

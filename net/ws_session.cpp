@@ -10,7 +10,8 @@ namespace websocket = beast::websocket;
 
 ws_session::ws_session(asio::ip::tcp::socket &&socket, std::shared_ptr<server_impl> srv,
                        std::shared_ptr<connection_slot> slot, std::string principal)
-    : ws_(std::move(socket)), srv_(std::move(srv)), slot_(std::move(slot)), principal_(std::move(principal)) {
+    : ws_(std::move(socket)), srv_(std::move(srv)), slot_(std::move(slot)), principal_(std::move(principal)),
+      outq_(srv_->cfg.max_write_queue_bytes) {
     ++srv_->websockets;
 }
 
@@ -121,33 +122,25 @@ void ws_session::pump(const std::string &request_id) {
 
 void ws_session::send(std::string msg) {
     if (closing_ || released_) return;
-    out_bytes_ += msg.size();
-    outq_.push_back(std::move(msg));
-    if (out_bytes_ > srv_->cfg.max_write_queue_bytes) {
-        // The client is not reading. Keep only the frame being written (Beast holds its buffer)
-        // and close once it is out; the requests go on and can be resumed elsewhere.
-        spdlog::warn("websocket: {} bytes wait to be sent (limit {}), closing: the client is not reading", out_bytes_,
-                     srv_->cfg.max_write_queue_bytes);
-        while (outq_.size() > (writing_ ? 1u : 0u)) {
-            out_bytes_ -= outq_.back().size();
-            outq_.pop_back();
-        }
+    const size_t n = msg.size();
+    if (!outq_.push(std::move(msg))) {
+        // The client is not reading. Only the frame being written is kept (Beast holds its
+        // buffer); close once it is out. The requests go on and can be resumed elsewhere.
+        spdlog::warn("websocket: {} bytes wait to be sent (limit {}), closing: the client is not reading",
+                     outq_.bytes() + n, outq_.limit());
         return close(websocket::close_code::policy_error, "write queue overflow");
     }
-    if (!writing_) do_write();
+    if (!outq_.writing()) do_write();
 }
 
 void ws_session::do_write() {
-    writing_ = true;
     ws_.text(true);
-    ws_.async_write(asio::buffer(outq_.front()),
+    ws_.async_write(asio::buffer(outq_.start()),
                     [self = shared_from_this()](beast::error_code ec, size_t n) { self->on_write(ec, n); });
 }
 
 void ws_session::on_write(beast::error_code ec, size_t) {
-    writing_ = false;
-    out_bytes_ -= outq_.front().size();
-    outq_.pop_front();
+    outq_.done();
     if (ec) return release();
     if (closing_) return close(static_cast<websocket::close_code>(pending_close_.code), std::string(pending_close_.reason.c_str()));
     if (!outq_.empty()) return do_write();
@@ -155,20 +148,19 @@ void ws_session::on_write(beast::error_code ec, size_t) {
 }
 
 void ws_session::close(websocket::close_code code, std::string reason) {
-    if (closing_ && writing_) return; // on_write comes back here with pending_close_
+    if (closing_ && (outq_.writing() || close_in_flight_)) return; // on_write comes back here with pending_close_
     closing_ = true;
     pending_close_ = websocket::close_reason(code, reason);
-    if (writing_) return;
+    if (outq_.writing()) return;
     outq_.clear();
-    out_bytes_ = 0;
-    writing_ = true; // a close frame is a write: nothing else may start
+    close_in_flight_ = true; // a close frame is a write: nothing else may start
     ws_.async_close(pending_close_, [self = shared_from_this()](beast::error_code) { self->release(); });
 }
 
 void ws_session::close_for_shutdown() {
     asio::post(ws_.get_executor(), [self = shared_from_this()] {
         if (self->closing_ || self->released_) return;
-        if (self->writing_ || !self->outq_.empty()) self->close_when_flushed_ = true;
+        if (self->outq_.writing() || !self->outq_.empty()) self->close_when_flushed_ = true;
         else self->close(websocket::close_code::going_away, "the server is shutting down");
     });
 }

@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "net/server_impl.h"
+#include "net/write_queue.h"
 
 namespace actorserve {
 
@@ -55,10 +56,9 @@ private:
     std::shared_ptr<stream_waker> waker_; // what the streams it follows hold, instead of this
     simdjson::dom::parser parser_;
     std::map<std::string, follow> follows_;
-    std::deque<std::string> outq_;
-    size_t out_bytes_ = 0;
-    bool writing_ = false;
+    write_queue outq_;             // frames to send (net/write_queue.h)
     bool closing_ = false;         // a close frame is sent or about to be; nothing else is
+    bool close_in_flight_ = false; // the close frame is being written
     bool close_when_flushed_ = false;
     bool released_ = false;
     beast::websocket::close_reason pending_close_;
