@@ -2,6 +2,11 @@
 // retrieval API, the web page), hands WebSocket upgrades on /v1/ws to a ws_session, and streams
 // OpenAI answers as server-sent events. While a request is answered it watches the socket, so
 // that a client that goes away cancels its request.
+//
+// Its member functions live in files by concern: http_session.cpp (the connection, reading,
+// routing, answers), http_openai_stream.cpp (an OpenAI completion, whole or as server-sent
+// events), http_rag_routes.cpp (/v1/rag/*), http_ask_actor.h (asking an actor without
+// blocking, for /metrics and the retrieval routes).
 #pragma once
 
 #include <boost/asio.hpp>
