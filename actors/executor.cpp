@@ -3,7 +3,7 @@
 #include <chrono>
 
 #include "actors/protocol.h"
-#include "actors/step_runner.h"
+#include "scheduling/step_runner.h"
 
 namespace actorserve {
 

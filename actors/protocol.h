@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "actors/scheduler_state.h"
-#include "actors/step_runner.h"
+#include "scheduling/scheduler_state.h"
+#include "scheduling/step_runner.h"
 #include "include/actorserve/messages.h"
 #include "include/actorserve/metrics.h"
 

@@ -57,12 +57,4 @@ request_problem rag_unavailable(bool stopped) {
                       "did not load)", errc::not_found);
 }
 
-std::optional<request_problem> check_prompt(int n_prompt, int n_ctx, const char *what) {
-    if (n_prompt == 0) return bad("messages", std::string("the ") + what + " is empty");
-    if (n_prompt >= n_ctx)
-        return bad("messages", std::string(what) + " has " + std::to_string(n_prompt) + " tokens, the context has room for " +
-                                   std::to_string(n_ctx - 1) + " plus one generated token", errc::exceed_context);
-    return std::nullopt;
-}
-
 } // namespace actorserve

@@ -23,7 +23,7 @@
 #include <functional>
 #include <memory>
 
-#include "actors/scheduler_state.h"
+#include "scheduling/scheduler_state.h"
 
 namespace actorserve {
 

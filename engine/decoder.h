@@ -1,7 +1,7 @@
 // What an executor needs of a forward pass, wherever it runs: decode a batch of tokens of many
 // sequences over a paged KV cache and hand back the logits that were asked for.
 // llama_context (engine/forward.h) is the CPU one; gpu_context (gpu/gpu_context.h) runs on one
-// CUDA device. The executor (actors/step_runner.h) holds either through this interface, so the
+// CUDA device. The executor (scheduling/step_runner.h) holds either through this interface, so the
 // scheduler does not care where a step runs.
 #pragma once
 

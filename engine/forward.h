@@ -27,7 +27,7 @@ namespace actorserve {
 //  - slot mode (n_kv_blocks == 0): slot s owns blocks [s * nb, (s + 1) * nb), nb =
 //    ceil(n_ctx / B), for the context's life; eval(), decode(), truncate() need nothing else.
 //  - pool mode (n_kv_blocks > 0): tables start empty; the caller (a scheduler with its own
-//    block manager, engine/kv_blocks.h) gives each slot its table with set_blocks() before
+//    block manager, scheduling/kv_blocks.h) gives each slot its table with set_blocks() before
 //    decoding into it. Several slots may list the same block for a shared prefix.
 // note: a block that a slot will write (its positions >= n_past) must not be in another slot's
 // table: decode() writes there without looking. Only whole blocks of computed positions are

@@ -40,7 +40,16 @@ request_problem rag_unavailable(bool stopped = false);
 
 // The prompt as the model will see it, `n_prompt` tokens, against a context of n_ctx positions
 // (one is left for the first generated token). `what` names it in the message ("prompt", or
-// "prompt with the retrieved passages").
-std::optional<request_problem> check_prompt(int n_prompt, int n_ctx, const char *what = "prompt");
+// "prompt with the retrieved passages"). Inline: the scheduler (scheduling/, which links nothing
+// of the actors) asks it too.
+inline std::optional<request_problem> check_prompt(int n_prompt, int n_ctx, const char *what = "prompt") {
+    if (n_prompt == 0) return request_problem{errc::invalid_request, std::string("the ") + what + " is empty", "messages"};
+    if (n_prompt >= n_ctx)
+        return request_problem{errc::exceed_context,
+                               std::string(what) + " has " + std::to_string(n_prompt) + " tokens, the context has room for " +
+                                   std::to_string(n_ctx - 1) + " plus one generated token",
+                               "messages"};
+    return std::nullopt;
+}
 
 } // namespace actorserve

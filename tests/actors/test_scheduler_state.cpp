@@ -8,8 +8,8 @@
 #include <map>
 #include <memory>
 
-#include "actors/scheduler_state.h"
-#include "actors/step_runner.h"
+#include "scheduling/scheduler_state.h"
+#include "scheduling/step_runner.h"
 #include "engine/tokenizer.h"
 
 using namespace actorserve;

@@ -17,7 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/kv_blocks.h"
+#include "scheduling/kv_blocks.h"
 #include "engine/sampler.h"
 #include "include/actorserve/errc.h"
 #include "include/actorserve/finish_reason.h"

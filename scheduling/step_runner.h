@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "actors/scheduler_state.h"
+#include "scheduling/scheduler_state.h"
 #include "engine/forward.h"
 #include "engine/sampler.h"
 

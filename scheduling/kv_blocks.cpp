@@ -1,4 +1,4 @@
-#include "engine/kv_blocks.h"
+#include "scheduling/kv_blocks.h"
 
 #include <algorithm>
 #include <cassert>

@@ -1,4 +1,4 @@
-#include "actors/scheduler_state.h"
+#include "scheduling/scheduler_state.h"
 
 #include <algorithm>
 #include <cassert>

@@ -1,7 +1,7 @@
 // KV block manager: on pools of a few blocks of 4 tokens, exact block ids for allocation,
 // prefix hits and eviction order; then a seeded random workload checked step by step against
 // a simulated KV memory, so that a prefix hit can only return KV computed for the same tokens.
-#include "engine/kv_blocks.h"
+#include "scheduling/kv_blocks.h"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "actors/step_runner.h"
+#include "scheduling/step_runner.h"
 
 #include <chrono>
 
