@@ -3,7 +3,7 @@
 // placement does not know what a device is), so this runs on any machine: requests are spread
 // over both, each sequence gives exactly what one device gives it, cancellation reaches the
 // device holding the request, and both pools end empty.
-#include "tests/support/paths.h"
+#include "tests/support/model.h"
 #include <doctest/doctest.h>
 
 #include <map>
@@ -21,6 +21,7 @@
 
 using namespace actorserve;
 using namespace std::chrono_literals;
+using test_support::default_model;
 
 TEST_CASE("devices: specs resolve, and bad ones are refused by name") {
     std::vector<std::string> notes;
@@ -66,23 +67,6 @@ TEST_CASE("placement: the most free KV blocks, then the shorter queue, then the 
 
 namespace {
 
-struct fixture {
-    std::shared_ptr<const llama_model> model;
-    std::unique_ptr<tokenizer> tok;
-    fixture() {
-        std::string err;
-        model = llama_model::load(test_paths::model(), err);
-        REQUIRE_MESSAGE(model, "cannot load the model (run scripts/setup.sh): " << err);
-        tok = tokenizer::from_gguf(model->file(), err);
-        REQUIRE_MESSAGE(tok, err);
-    }
-};
-
-fixture &shared() {
-    static fixture f;
-    return f;
-}
-
 // One device: an executor, its scheduler, and a metrics actor of its own, so the test can see
 // what each device did.
 struct device_rig {
@@ -97,12 +81,12 @@ struct device_rig {
         cp.n_kv_blocks = s.kv_blocks;
         cp.chunk_invariant = true;
         metrics = sys.spawn(metrics_actor, std::chrono::milliseconds(5000));
-        executor = spawn_executor(sys, shared().model, std::make_unique<llama_context>(*shared().model, cp),
+        executor = spawn_executor(sys, default_model().model, std::make_unique<llama_context>(*default_model().model, cp),
                                   cp.n_batch, device_choice{}, metrics);
         scheduler_config sc;
         sc.sched = s;
         sc.device = index;
-        const tokenizer *tok = shared().tok.get();
+        const tokenizer *tok = default_model().tok.get();
         scheduler = spawn_scheduler(sys, sc, executor, metrics, [tok](int32_t t) { return tok->is_eog(t); });
     }
     void stop() {
@@ -125,7 +109,7 @@ scheduler_settings small_settings() {
 gen_request request(int64_t id, const std::string &text, int max_tokens) {
     gen_request r;
     r.id = id;
-    r.prompt = shared().tok->encode(text, false);
+    r.prompt = default_model().tok->encode(text, false);
     r.sampling.temperature = 0.0f;
     r.max_tokens = max_tokens;
     return r;

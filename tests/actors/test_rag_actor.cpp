@@ -3,9 +3,8 @@
 // file keeps them for the next start, a flood is answered (some of it overloaded) request by
 // request, and a chat request grounded in the knowledge base cites its sources.
 #include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
 #include <doctest/doctest.h>
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -18,21 +17,11 @@
 using namespace actorserve;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
+using test_support::temp_dir;
 
 namespace {
 
 const std::string kEmbedDir = test_paths::embed_model_dir();
-
-// A folder of its own per test, removed at the end.
-struct temp_dir {
-    fs::path path;
-    explicit temp_dir(const std::string &name)
-        : path(fs::temp_directory_path() / ("actorserve_rag_actor_" + name + "_" + std::to_string(::getpid()))) {
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~temp_dir() { fs::remove_all(path); }
-};
 
 document_input doc(const std::string &id, const std::string &text, const std::string &tag, int64_t timestamp) {
     document_input d;

@@ -2,6 +2,7 @@
 // requests get exactly what they get alone, cancellation and floods end every request
 // explicitly, and the KV pool is empty once every session is done.
 #include "tests/support/paths.h"
+#include "tests/support/sampling.h"
 #include <doctest/doctest.h>
 
 #include <map>
@@ -10,6 +11,7 @@
 
 using namespace actorserve;
 using namespace std::chrono_literals;
+using test_support::greedy;
 
 namespace {
 
@@ -22,12 +24,6 @@ runtime_config small_config() {
     c.step_tokens = 256;
     c.kv_capacity_mib = 64;
     return c;
-}
-
-sampling_params greedy() {
-    sampling_params p;
-    p.temperature = 0.0f;
-    return p;
 }
 
 struct outcome {

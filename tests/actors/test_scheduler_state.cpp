@@ -2,7 +2,8 @@
 // never changes what a greedy sequence produces, prefix blocks are reused, memory pressure
 // preempts the youngest and recomputes it, and every path ends with all blocks free. Without a
 // model, on tiny settings: each request is counted once by how it ended, and admitted once.
-#include "tests/support/paths.h"
+#include "tests/support/model.h"
+#include "tests/support/sampling.h"
 #include <doctest/doctest.h>
 
 #include <map>
@@ -13,31 +14,10 @@
 #include "engine/tokenizer.h"
 
 using namespace actorserve;
+using test_support::default_model;
+using test_support::greedy;
 
 namespace {
-
-struct fixture {
-    std::unique_ptr<llama_model> model;
-    std::unique_ptr<tokenizer> tok;
-    fixture() {
-        std::string err;
-        model = llama_model::load(test_paths::model(), err);
-        REQUIRE_MESSAGE(model, "cannot load the model (run scripts/setup.sh): " << err);
-        tok = tokenizer::from_gguf(model->file(), err);
-        REQUIRE_MESSAGE(tok, err);
-    }
-};
-
-fixture &shared() {
-    static fixture f;
-    return f;
-}
-
-sampling_params greedy() {
-    sampling_params p;
-    p.temperature = 0.0f;
-    return p;
-}
 
 struct harness {
     scheduler_state sched;
@@ -47,8 +27,8 @@ struct harness {
     int steps = 0;
 
     harness(const scheduler_settings &s, int n_ctx_engine = 512)
-        : sched(s, [](int32_t t) { return shared().tok->is_eog(t); }),
-          runner(*shared().model, context_params{n_ctx_engine, s.step_tokens, s.max_seqs, 2, s.kv_block_size, s.kv_blocks,
+        : sched(s, [](int32_t t) { return default_model().tok->is_eog(t); }),
+          runner(*default_model().model, context_params{n_ctx_engine, s.step_tokens, s.max_seqs, 2, s.kv_block_size, s.kv_blocks,
                                                  /*chunk_invariant=*/true}) {}
 
     void absorb(const std::vector<seq_event> &evs) {
@@ -81,7 +61,7 @@ scheduler_settings small_settings() {
 }
 
 std::vector<int32_t> prompt_of(const std::string &user) {
-    return shared().tok->encode("<|im_start|>user\n" + user + "<|im_end|>\n<|im_start|>assistant\n", true);
+    return default_model().tok->encode("<|im_start|>user\n" + user + "<|im_end|>\n<|im_start|>assistant\n", true);
 }
 
 const char *kQuestions[] = {
@@ -114,8 +94,8 @@ TEST_CASE("scheduler: 16 concurrent greedy requests give token for token what ea
 TEST_CASE("scheduler: a second request with the same system prompt skips its cached prefill") {
     const std::string sys = "<|im_start|>system\nYou are a careful assistant who answers in one short sentence, "
                             "politely, and never invents facts; if unsure, you say so plainly.<|im_end|>\n";
-    auto p1 = shared().tok->encode(sys + "<|im_start|>user\nWhat is snow?<|im_end|>\n<|im_start|>assistant\n", true);
-    auto p2 = shared().tok->encode(sys + "<|im_start|>user\nWhat is ice?<|im_end|>\n<|im_start|>assistant\n", true);
+    auto p1 = default_model().tok->encode(sys + "<|im_start|>user\nWhat is snow?<|im_end|>\n<|im_start|>assistant\n", true);
+    auto p2 = default_model().tok->encode(sys + "<|im_start|>user\nWhat is ice?<|im_end|>\n<|im_start|>assistant\n", true);
     scheduler_settings s = small_settings();
     s.kv_block_size = 32;
     harness h(s);

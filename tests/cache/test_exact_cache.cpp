@@ -1,16 +1,12 @@
 #include <doctest/doctest.h>
 
 #include "cache/exact_cache.h"
+#include "tests/support/sampling.h"
 
 using namespace actorserve;
+using test_support::greedy_generation;
 
 namespace {
-
-generation_params greedy() {
-    generation_params p;
-    p.sampling.temperature = 0.0f;
-    return p;
-}
 
 cached_answer answer(std::string text) { return cached_answer{std::move(text), "stop", 3}; }
 
@@ -21,7 +17,8 @@ struct fake_clock {
     }
 };
 
-exact_key key(const std::string &prompt, const generation_params &p = greedy(), const std::string &model = "m") {
+exact_key key(const std::string &prompt, const generation_params &p = greedy_generation(),
+              const std::string &model = "m") {
     return exact_key::make(model, prompt, p);
 }
 
@@ -41,18 +38,18 @@ TEST_CASE("siphash: matches the reference vectors of SipHash-2-4") {
 TEST_CASE("exact key: whitespace is normalised, every answer-changing parameter is in the key") {
     CHECK(key("Hello,\n\n  world ") .canonical == key("Hello, world").canonical);
     CHECK(key("Hello, world").canonical != key("Hello,world").canonical);
-    CHECK(key("q", greedy(), "a").canonical != key("q", greedy(), "b").canonical);
+    CHECK(key("q", greedy_generation(), "a").canonical != key("q", greedy_generation(), "b").canonical);
 
-    generation_params p = greedy();
-    generation_params q = greedy();
+    generation_params p = greedy_generation();
+    generation_params q = greedy_generation();
     q.sampling.top_k = 7;          // no effect under greedy decoding
     q.sampling.seed = 99;
     CHECK(key("q", p).canonical == key("q", q).canonical);
     q.max_tokens = 17;
     CHECK(key("q", p).canonical != key("q", q).canonical);
-    q = greedy();
+    q = greedy_generation();
     q.stop = {"b", "a", "a"};
-    generation_params r = greedy();
+    generation_params r = greedy_generation();
     r.stop = {"a", "b"};
     CHECK(key("q", q).canonical == key("q", r).canonical);
     r.sampling.repeat_penalty = 1.1f;
@@ -64,7 +61,8 @@ TEST_CASE("exact key: whitespace is normalised, every answer-changing parameter 
     CHECK(key("q", s1).canonical != key("q", s2).canonical);
     CHECK_FALSE(key("q", s1).deterministic);
     // A model name cannot run into the prompt: ("ab", "c") and ("a", "bc") differ.
-    CHECK(exact_key::make("ab", "c", greedy()).canonical != exact_key::make("a", "bc", greedy()).canonical);
+    CHECK(exact_key::make("ab", "c", greedy_generation()).canonical !=
+          exact_key::make("a", "bc", greedy_generation()).canonical);
 }
 
 TEST_CASE("exact cache: a stored answer is returned for the same request only") {

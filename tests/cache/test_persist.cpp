@@ -2,37 +2,22 @@
 
 #include "cache/exact_cache.h"
 #include "cache/semantic_cache.h"
+#include "tests/support/sampling.h"
+#include "tests/support/temp_dir.h"
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 using namespace std::string_literals;
 
 using namespace actorserve;
 namespace fs = std::filesystem;
+using test_support::greedy_generation;
+using test_support::temp_dir;
 
 namespace {
-
-// A fresh folder per test case, removed at the end.
-struct temp_dir {
-    fs::path path;
-    explicit temp_dir(const std::string &name) {
-        path = fs::temp_directory_path() / ("actorserve_cache_" + name + "_" + std::to_string(::getpid()));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~temp_dir() { fs::remove_all(path); }
-    std::string file(const std::string &n) const { return (path / n).string(); }
-    std::vector<std::string> names() const {
-        std::vector<std::string> out;
-        for (auto &e : fs::directory_iterator(path)) out.push_back(e.path().filename().string());
-        std::sort(out.begin(), out.end());
-        return out;
-    }
-};
 
 struct fake_clock {
     int64_t now = 9'000'000;
@@ -40,12 +25,6 @@ struct fake_clock {
         return [this] { return now; };
     }
 };
-
-generation_params greedy() {
-    generation_params p;
-    p.sampling.temperature = 0.0f;
-    return p;
-}
 
 std::string read_all(const std::string &path) {
     std::ifstream in(path, std::ios::binary);
@@ -72,11 +51,11 @@ TEST_CASE("exact cache: save and load round-trip entries, use counts and expiry"
     lim.ttl_ms = 1000;
     lim.max_entries = 3;
     exact_cache c(lim, clk.fn());
-    c.insert(exact_key::make("m", "a", greedy()), {"A", "stop", 1});
+    c.insert(exact_key::make("m", "a", greedy_generation()), {"A", "stop", 1});
     clk.now += 600;
-    c.insert(exact_key::make("m", "b", greedy()), {"B\n\0binary"s, "length", 2});
-    c.insert(exact_key::make("m", "c", greedy()), {"C", "stop", 3});
-    c.lookup(exact_key::make("m", "b", greedy()));
+    c.insert(exact_key::make("m", "b", greedy_generation()), {"B\n\0binary"s, "length", 2});
+    c.insert(exact_key::make("m", "c", greedy_generation()), {"C", "stop", 3});
+    c.lookup(exact_key::make("m", "b", greedy_generation()));
     std::string err;
     REQUIRE(c.save(dir.file("exact.bin"), err));
     CHECK(dir.names() == std::vector<std::string>{"exact.bin"});   // no temporary left behind
@@ -87,13 +66,13 @@ TEST_CASE("exact cache: save and load round-trip entries, use counts and expiry"
     CHECK(r.result == cache_load_report::outcome::loaded);
     CHECK(r.entries == 2);
     CHECK(r.expired == 1);
-    CHECK(d.lookup(exact_key::make("m", "b", greedy()))->text == "B\n\0binary"s);
-    CHECK(d.lookup(exact_key::make("m", "b", greedy()))->finish_reason == "length");
+    CHECK(d.lookup(exact_key::make("m", "b", greedy_generation()))->text == "B\n\0binary"s);
+    CHECK(d.lookup(exact_key::make("m", "b", greedy_generation()))->finish_reason == "length");
     // Use counts survived: c (1 use) is evicted before b (3 uses now).
-    d.insert(exact_key::make("m", "d", greedy()), {"D", "stop", 1});
-    d.insert(exact_key::make("m", "e", greedy()), {"E", "stop", 1});
-    CHECK(d.lookup(exact_key::make("m", "b", greedy())));
-    CHECK_FALSE(d.lookup(exact_key::make("m", "c", greedy())));
+    d.insert(exact_key::make("m", "d", greedy_generation()), {"D", "stop", 1});
+    d.insert(exact_key::make("m", "e", greedy_generation()), {"E", "stop", 1});
+    CHECK(d.lookup(exact_key::make("m", "b", greedy_generation())));
+    CHECK_FALSE(d.lookup(exact_key::make("m", "c", greedy_generation())));
 }
 
 TEST_CASE("cache files: a missing file is an empty cache, not an error") {
@@ -108,7 +87,8 @@ TEST_CASE("cache files: a missing file is an empty cache, not an error") {
 TEST_CASE("cache files: corrupt and truncated files are reported and set aside") {
     temp_dir dir("corrupt");
     exact_cache c;
-    for (int i = 0; i < 5; ++i) c.insert(exact_key::make("m", (std::string("q") += std::to_string(i)), greedy()), {"answer", "stop", 1});
+    for (int i = 0; i < 5; ++i)
+        c.insert(exact_key::make("m", (std::string("q") += std::to_string(i)), greedy_generation()), {"answer", "stop", 1});
     std::string err;
     const std::string path = dir.file("exact.bin");
     REQUIRE(c.save(path, err));
@@ -146,7 +126,7 @@ TEST_CASE("cache files: corrupt and truncated files are reported and set aside")
         CHECK(r.set_aside.find(path + ".corrupt-") == 0);
         CHECK(read_all(r.set_aside) == d.bytes);
         // Starting empty, the cache works and saves over the old name.
-        e.insert(exact_key::make("m", "new", greedy()), {"N", "stop", 1});
+        e.insert(exact_key::make("m", "new", greedy_generation()), {"N", "stop", 1});
         REQUIRE(e.save(path, err));
         exact_cache f;
         CHECK(f.load(path).entries == 1);
@@ -193,7 +173,8 @@ TEST_CASE("semantic cache: save and load keep ids, scopes, vectors and answers")
     s.dim = 4;
     s.threshold = 0.99f;
     semantic_cache c(s, clk.fn());
-    const std::string s1 = semantic_scope("m", "sys1", greedy()), s2 = semantic_scope("m", "sys2", greedy());
+    const std::string s1 = semantic_scope("m", "sys1", greedy_generation());
+    const std::string s2 = semantic_scope("m", "sys2", greedy_generation());
     std::vector<uint64_t> ids;
     for (int i = 0; i < 6; ++i) ids.push_back(c.insert(i % 2 ? s1 : s2, vec(i), "question " + std::to_string(i), {"answer " + std::to_string(i), "stop", i}).id);
     c.erase(ids[2]);

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "cache/wordnet.h"
+#include "tests/support/temp_dir.h"
 
 #include <algorithm>
 #include <cctype>
@@ -12,8 +13,6 @@
 #include <set>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 extern "C" {
 #include <wn.h>
@@ -120,8 +119,8 @@ TEST_CASE("wordnet: what the guard asks of it") {
 
 TEST_CASE("wordnet: a damaged database is refused with the file and line") {
     namespace fs = std::filesystem;
-    const fs::path dir = fs::temp_directory_path() / ("wordnet-bad-" + std::to_string(::getpid()));
-    fs::create_directories(dir);
+    const test_support::temp_dir tmp("wordnet_bad");
+    const fs::path &dir = tmp.path;
     for (const char *f : {"index.noun", "index.verb", "index.adj", "index.adv", "data.verb", "data.adj", "data.adv", "noun.exc",
                           "verb.exc", "adj.exc", "adv.exc"})
         fs::copy_file(fs::path(kDir) / f, dir / f, fs::copy_options::overwrite_existing);
@@ -142,5 +141,4 @@ TEST_CASE("wordnet: a damaged database is refused with the file and line") {
     } catch (const std::runtime_error &e) {
         CHECK(std::string(e.what()).find("data.noun: cannot open") != std::string::npos);
     }
-    fs::remove_all(dir);
 }

@@ -1,5 +1,6 @@
 // The forward pass against llama.cpp: logits after each reference prompt and greedy
 // continuations, from tests/fixtures/generation_smollm2.json (scripts/gen_reference.py).
+#include "tests/support/model.h"
 #include "tests/support/paths.h"
 #include <doctest/doctest.h>
 #include <simdjson.h>
@@ -49,15 +50,7 @@ int32_t argmax(std::span<const float> v) {
     return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
 }
 
-const llama_model &model() {
-    static std::unique_ptr<llama_model> m = [] {
-        std::string err;
-        auto p = llama_model::load(test_paths::model(), err);
-        if (!p) FAIL("cannot load the model (run scripts/setup.sh): " << err);
-        return p;
-    }();
-    return *m;
-}
+const llama_model &model() { return *test_support::default_model().model; }
 
 } // namespace
 

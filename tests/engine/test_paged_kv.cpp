@@ -1,6 +1,7 @@
 // Paged KV cache: in pool mode, sequences whose block tables are scattered across the pool,
 // share prefix blocks, or reuse blocks another sequence wrote give the logits of slot mode bit
 // for bit; a sequence whose table is too short fails cleanly.
+#include "tests/support/model.h"
 #include "tests/support/paths.h"
 #include <doctest/doctest.h>
 #include <simdjson.h>
@@ -39,15 +40,7 @@ std::vector<int32_t> concat(const std::vector<int32_t> &a, const std::vector<int
     return out;
 }
 
-const llama_model &model() {
-    static std::unique_ptr<llama_model> m = [] {
-        std::string err;
-        auto p = llama_model::load(test_paths::model(), err);
-        if (!p) FAIL("cannot load the model (run scripts/setup.sh): " << err);
-        return p;
-    }();
-    return *m;
-}
+const llama_model &model() { return *test_support::default_model().model; }
 
 int n_vocab() { return model().hparams().n_vocab; }
 

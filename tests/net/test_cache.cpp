@@ -2,6 +2,7 @@
 // cache, a paraphrase by the semantic cache, a near miss is generated; `cache: false` opts out;
 // the caches survive a restart, and a corrupt cache file is set aside. Real model, real
 // embedder (models/all-MiniLM-L6-v2), real FAISS, over WebSocket and the OpenAI API.
+#include "tests/support/temp_dir.h"
 #include "tests/support/test_client.h"
 
 #include <filesystem>
@@ -11,20 +12,7 @@ using namespace testnet;
 namespace {
 
 namespace fs = std::filesystem;
-
-// A temporary folder for the cache files, removed at the end.
-struct temp_dir {
-    fs::path path;
-    temp_dir() {
-        char name[] = "/tmp/actorserve-cache-XXXXXX";
-        REQUIRE(::mkdtemp(name) != nullptr);
-        path = name;
-    }
-    ~temp_dir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
+using test_support::temp_dir;
 
 actorserve::server_config cache_config(const fs::path &dir) {
     auto c = server_fixture::config();

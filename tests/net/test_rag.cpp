@@ -3,6 +3,7 @@
 // [rag] max_body_bytes refused with 413; chat answers over WebSocket and the OpenAI API carrying
 // their sources. Real model, real embedder (models/all-MiniLM-L6-v2), real knowledge base on a
 // temporary file. Documents are one short chunk each: embedding is the slow part.
+#include "tests/support/temp_dir.h"
 #include "tests/support/test_client.h"
 
 #include <filesystem>
@@ -14,19 +15,7 @@ using namespace testnet;
 namespace {
 
 namespace fs = std::filesystem;
-
-struct temp_dir {
-    fs::path path;
-    temp_dir() {
-        char name[] = "/tmp/actorserve-rag-XXXXXX";
-        REQUIRE(::mkdtemp(name) != nullptr);
-        path = name;
-    }
-    ~temp_dir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
+using test_support::temp_dir;
 
 actorserve::server_config rag_config(const fs::path &dir) {
     auto c = server_fixture::config();

@@ -2,33 +2,17 @@
 // limits check_document enforces, and timestamps.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "rag/document.h"
+#include "tests/support/temp_dir.h"
 
 using namespace actorserve;
+using test_support::temp_dir;
 
 namespace {
-
-// A folder of its own under the temp dir, removed at the end of the test.
-struct temp_dir {
-    std::filesystem::path path;
-    temp_dir() {
-        path = std::filesystem::temp_directory_path() / ("actorserve_test_document_" + std::to_string(::getpid()));
-        std::filesystem::remove_all(path);
-        std::filesystem::create_directories(path);
-    }
-    ~temp_dir() { std::filesystem::remove_all(path); }
-    std::string write(const std::string &name, const std::string &content) const {
-        const auto p = path / name;
-        std::ofstream(p, std::ios::binary) << content;
-        return p.string();
-    }
-};
 
 std::string parse_error(const std::string &json) {
     document_input doc;

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "rag/knowledge_base.h"
+#include "tests/support/temp_dir.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,28 +12,11 @@
 
 using namespace actorserve;
 namespace fs = std::filesystem;
+using test_support::temp_dir;
 
 namespace {
 
 constexpr int kDim = 6;
-
-// A fresh folder per test case, removed at the end.
-struct temp_dir {
-    fs::path path;
-    explicit temp_dir(const std::string &name) {
-        path = fs::temp_directory_path() / ("actorserve_rag_" + name + "_" + std::to_string(::getpid()));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~temp_dir() { fs::remove_all(path); }
-    std::string file(const std::string &n) const { return (path / n).string(); }
-    std::vector<std::string> names() const {
-        std::vector<std::string> out;
-        for (auto &e : fs::directory_iterator(path)) out.push_back(e.path().filename().string());
-        std::sort(out.begin(), out.end());
-        return out;
-    }
-};
 
 std::string read_all(const std::string &path) {
     std::ifstream in(path, std::ios::binary);
