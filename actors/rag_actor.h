@@ -22,23 +22,13 @@
 #include <string>
 #include <vector>
 
+#include "actors/rag_settings.h"
 #include "include/actorserve/errc.h"
 #include "rag/knowledge_base.h"
 
 namespace actorserve {
 
 using delete_atom = caf::atom_constant<caf::atom("delete")>;
-
-struct rag_runtime_settings {
-    bool enabled = false;                  // the runtime API: off unless asked
-    rag_settings kb;                       // chunking, BM25, fusion, limits
-    std::string embed_model_dir = "models/all-MiniLM-L6-v2";
-    std::string file;                      // where the knowledge base persists; "": memory only
-    size_t budget_tokens = 1024;           // context budget of a chat request, model tokens
-    size_t default_top_k = 4;
-    size_t mailbox_limit = 256;
-    size_t max_ingest_documents = 1000;    // per rag_ingest
-};
 
 struct rag_search {
     search_request req;

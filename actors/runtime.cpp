@@ -1,11 +1,16 @@
 #include "include/actorserve/runtime.h"
 
+#include "actors/cache_actor.h"
 #include "actors/executor.h"
 #include "actors/metrics.h"
 #include "actors/placement.h"
 #include "actors/protocol.h"
+#include "actors/rag_actor.h"
+#include "actors/scheduler.h"
 #include "actors/session.h"
+#include "engine/chat_template.h"
 #include "engine/forward.h"
+#include "engine/tokenizer.h"
 
 #include <filesystem>
 
@@ -51,8 +56,8 @@ std::unique_ptr<runtime> runtime::start(caf::actor_system &sys, const runtime_co
         err = "n_ctx must be in [2, " + std::to_string(model->hparams().n_ctx_train) + "], got " + std::to_string(cfg.n_ctx);
         return nullptr;
     }
-    rt->settings_ = cfg.settings(model->hparams());
-    if (auto bad = rt->settings_.validate()) {
+    rt->settings_ = std::make_shared<const scheduler_settings>(cfg.settings(model->hparams()));
+    if (auto bad = rt->settings_->validate()) {
         err = "settings: " + *bad;
         return nullptr;
     }
@@ -61,11 +66,11 @@ std::unique_ptr<runtime> runtime::start(caf::actor_system &sys, const runtime_co
 
     context_params cp;
     cp.n_ctx = cfg.n_ctx;
-    cp.n_batch = rt->settings_.step_tokens;
-    cp.n_seq = rt->settings_.max_seqs;
+    cp.n_batch = rt->settings_->step_tokens;
+    cp.n_seq = rt->settings_->max_seqs;
     cp.n_threads = cfg.n_threads;
     cp.kv_block_size = cfg.kv_block_size;
-    cp.n_kv_blocks = rt->settings_.kv_blocks;
+    cp.n_kv_blocks = rt->settings_->kv_blocks;
     // The server reuses KV across requests and recomputes preempted sequences: both stay exact
     // only when a token's KV does not depend on how its sequence was split into steps.
     cp.chunk_invariant = true;
@@ -86,7 +91,7 @@ std::unique_ptr<runtime> runtime::start(caf::actor_system &sys, const runtime_co
         rt->executors_.push_back(
             spawn_executor(sys, rt->model_, std::move(decoders[i]), cp.n_batch, (*devices)[i], rt->metrics_));
         scheduler_config sc;
-        sc.sched = rt->settings_;
+        sc.sched = *rt->settings_;
         sc.batch_wait = cfg.batch_wait;
         sc.mailbox_limit = cfg.scheduler_mailbox_limit;
         sc.retry_after_ms = cfg.retry_after_ms;
@@ -98,8 +103,8 @@ std::unique_ptr<runtime> runtime::start(caf::actor_system &sys, const runtime_co
         rt->scheduler_ = rt->schedulers_.front();
     } else {
         rt->scheduler_ = spawn_placement(sys, rt->schedulers_,
-                                         std::vector<int>(rt->schedulers_.size(), rt->settings_.kv_blocks),
-                                         rt->settings_.kv_block_size);
+                                         std::vector<int>(rt->schedulers_.size(), rt->settings_->kv_blocks),
+                                         rt->settings_->kv_block_size);
         for (const caf::actor &s : rt->schedulers_) caf::anon_send(s, placement_atom::value, rt->scheduler_);
     }
     if (cfg.cache.enabled) {
@@ -136,7 +141,7 @@ caf::actor runtime::open_session() {
     session_config sc;
     sc.tok = tok_;
     sc.tmpl = tmpl_;
-    sc.n_ctx = settings_.n_ctx;
+    sc.n_ctx = settings_->n_ctx;
     sc.limits = cfg_.limits();
     sc.cache = cache_;
     sc.rag = rag_;

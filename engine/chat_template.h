@@ -29,11 +29,9 @@
 #include <utility>
 #include <vector>
 
-namespace actorserve {
+#include "include/actorserve/chat_message.h"
 
-struct chat_message {
-    std::string role, content;
-};
+namespace actorserve {
 
 // A rendered prompt and where in it the template wrote its markers: those, and nothing a message
 // holds, become control tokens (encode_prompt in engine/tokenizer.h). A user who writes

@@ -14,17 +14,9 @@
 #include <string>
 #include <vector>
 
-namespace actorserve {
+#include "include/actorserve/sampling.h" // sampling_params
 
-struct sampling_params {
-    float temperature = 0.8f;   // <= 0: greedy (argmax, lowest id on ties)
-    int top_k = 40;             // keep the k highest logits; 0 = off
-    float top_p = 0.95f;        // keep the smallest most-likely set with cumulative p >= top_p; 1 = off
-    float min_p = 0.05f;        // keep tokens with p >= min_p * p_max; 0 = off
-    float repeat_penalty = 1.0f; // 1 = off
-    int repeat_last_n = 64;     // history tokens the penalty looks at; 0 = off
-    uint64_t seed = 0;
-};
+namespace actorserve {
 
 // nullopt when p is usable; otherwise a message naming the parameter and its allowed range,
 // e.g. "top_p must be in (0, 1], got 1.5".

@@ -26,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "include/actorserve/retrieval.h" // retrieval_mode, search_filters
 #include "store/persist.h"
 #include "rag/bm25.h"
 #include "rag/chunker.h"
@@ -40,8 +41,6 @@ namespace actorserve {
 class embedder;
 
 enum class fusion_kind { rrf, weighted };
-enum class retrieval_mode { hybrid, bm25, dense };
-
 struct rag_settings {
     chunk_settings chunking;
     bm25_settings bm25;
@@ -54,14 +53,6 @@ struct rag_settings {
     size_t max_documents = 100000;
     size_t max_chunks = 1000000;
     int dim = 384;
-};
-
-struct search_filters {
-    std::vector<std::string> sources;  // any of these sources (exact match); empty = all
-    std::vector<std::string> tags;     // at least one of these tags; empty = all
-    std::optional<int64_t> since;      // timestamp >= since (documents without one never pass)
-    std::optional<int64_t> until;      // timestamp <= until
-    bool empty() const { return sources.empty() && tags.empty() && !since && !until; }
 };
 
 struct search_request {

@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/chat_template.h"
-#include "engine/sampler.h"
+#include "include/actorserve/chat_message.h"
 #include "include/actorserve/errc.h"
 #include "include/actorserve/finish_reason.h"
-#include "rag/knowledge_base.h"
+#include "include/actorserve/retrieval.h"
+#include "include/actorserve/sampling.h"
 
 namespace actorserve {
 

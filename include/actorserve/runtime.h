@@ -24,16 +24,23 @@
 #include <string>
 #include <vector>
 
-#include "actors/cache_actor.h"
-#include "actors/rag_actor.h"
-#include "actors/scheduler.h"
-#include "engine/model.h"
-#include "engine/tokenizer.h"
+// note: the settings of the caches and of retrieval are still the internal types (issue 20);
+// everything else here is public or only declared.
+#include "actors/cache_settings.h"
+#include "actors/rag_settings.h"
 #include "include/actorserve/messages.h"
 #include "include/actorserve/metrics.h"
 #include "include/actorserve/request_check.h"
 
 namespace actorserve {
+
+// The engine's and the scheduler's types, opaque here: include engine/model.h,
+// engine/tokenizer.h or scheduling/scheduler_state.h to look inside.
+struct llama_hparams;
+class llama_model;
+class tokenizer;
+class chat_template;
+struct scheduler_settings;
 
 struct runtime_config {
     std::string model_path;
@@ -94,14 +101,14 @@ public:
     const std::vector<std::string> &notes() const { return notes_; }
     const tokenizer &tok() const { return *tok_; }
     const llama_model &model() const { return *model_; }
-    const scheduler_settings &settings() const { return settings_; }
+    const scheduler_settings &settings() const { return *settings_; }
 
 private:
     runtime(caf::actor_system &sys) : sys_(sys) {}
 
     caf::actor_system &sys_;
     runtime_config cfg_;
-    scheduler_settings settings_;
+    std::shared_ptr<const scheduler_settings> settings_;
     std::shared_ptr<const llama_model> model_;
     std::shared_ptr<const tokenizer> tok_;
     std::shared_ptr<const chat_template> tmpl_;
