@@ -21,7 +21,7 @@ struct caches {
     exact_cache exact;
     std::unique_ptr<semantic_cache> sem;   // null: semantic lookups off
     std::unique_ptr<embedder> emb;
-    caf::actor metrics;
+    metrics_actor metrics;
     cache_metrics counts;
     bool dirty = false;
 
@@ -197,7 +197,7 @@ std::string describe(const char *what, const std::string &file, const cache_load
 } // namespace
 
 caf::actor spawn_cache(caf::actor_system &sys, const cache_settings &s, const std::string &model_name,
-                       caf::actor metrics, std::vector<std::string> &notes) {
+                       metrics_actor metrics, std::vector<std::string> &notes) {
     auto c = std::make_shared<caches>(s, model_name);
     c->metrics = std::move(metrics);
     c->counts.enabled = true;

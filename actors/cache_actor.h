@@ -29,6 +29,8 @@
 #include "cache/request_key.h"
 #include "cache/semantic_cache.h"
 
+#include "actors/protocol.h" // metrics_actor
+
 namespace actorserve {
 
 using lookup_atom = caf::atom_constant<caf::atom("lookup")>;
@@ -66,7 +68,7 @@ struct cache_store {
 // Built by the runtime: loads the saved caches and the embedding model (what it did goes to
 // `notes`, one line each, for the log) and spawns the actor on its own thread.
 caf::actor spawn_cache(caf::actor_system &sys, const cache_settings &s, const std::string &model_name,
-                       caf::actor metrics, std::vector<std::string> &notes);
+                       metrics_actor metrics, std::vector<std::string> &notes);
 
 } // namespace actorserve
 

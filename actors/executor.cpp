@@ -16,11 +16,11 @@ struct executor_st {
     std::shared_ptr<const llama_model> model; // outlives every step
     std::unique_ptr<step_runner> runner;
     device_choice device;
-    caf::actor metrics;
+    metrics_actor metrics;
     std::chrono::steady_clock::time_point probed;
 };
 
-using self_ptr = caf::stateful_actor<executor_st> *;
+using self_ptr = executor_actor::stateful_pointer<executor_st>;
 
 void probe(self_ptr self) {
     auto &st = self->state;
@@ -31,9 +31,9 @@ void probe(self_ptr self) {
 
 // note: the decoder was built by the runtime and handed over at spawn; from here on it is only
 // ever touched from this actor's own thread.
-caf::behavior executor(self_ptr self, std::shared_ptr<const llama_model> model,
-                       std::shared_ptr<std::unique_ptr<batch_decoder>> ctx, int n_batch, device_choice device,
-                       caf::actor metrics) {
+executor_actor::behavior_type executor(self_ptr self, std::shared_ptr<const llama_model> model,
+                                       std::shared_ptr<std::unique_ptr<batch_decoder>> ctx, int n_batch,
+                                       device_choice device, metrics_actor metrics) {
     auto &st = self->state;
     st.model = std::move(model);
     st.runner = std::make_unique<step_runner>(std::move(*ctx), n_batch);
@@ -52,8 +52,9 @@ caf::behavior executor(self_ptr self, std::shared_ptr<const llama_model> model,
 
 } // namespace
 
-caf::actor spawn_executor(caf::actor_system &sys, std::shared_ptr<const llama_model> model,
-                          std::unique_ptr<batch_decoder> ctx, int n_batch, device_choice device, caf::actor metrics) {
+executor_actor spawn_executor(caf::actor_system &sys, std::shared_ptr<const llama_model> model,
+                              std::unique_ptr<batch_decoder> ctx, int n_batch, device_choice device,
+                              metrics_actor metrics) {
     // A message argument must be copyable: the unique decoder travels inside a shared_ptr.
     auto box = std::make_shared<std::unique_ptr<batch_decoder>>(std::move(ctx));
     return sys.spawn<caf::detached>(executor, std::move(model), std::move(box), n_batch, device, std::move(metrics));

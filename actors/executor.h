@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "actors/devices.h"
+#include "actors/protocol.h"
 #include "engine/forward.h"
 #include "engine/model.h"
 
@@ -23,7 +24,8 @@ namespace actorserve {
 
 // ctx: built for pool mode (n_kv_blocks > 0) with n_batch >= the scheduler's step_tokens; see
 // step_runner. `model` is kept alive as long as the executor.
-caf::actor spawn_executor(caf::actor_system &sys, std::shared_ptr<const llama_model> model,
-                          std::unique_ptr<batch_decoder> ctx, int n_batch, device_choice device, caf::actor metrics);
+executor_actor spawn_executor(caf::actor_system &sys, std::shared_ptr<const llama_model> model,
+                              std::unique_ptr<batch_decoder> ctx, int n_batch, device_choice device,
+                              metrics_actor metrics);
 
 } // namespace actorserve

@@ -42,9 +42,7 @@ struct metrics_state {
     std::deque<std::pair<std::chrono::steady_clock::time_point, int>> recent;
 };
 
-} // namespace
-
-caf::behavior metrics_actor(caf::event_based_actor *self, std::chrono::milliseconds rate_window) {
+metrics_actor::behavior_type metrics_impl(metrics_actor::pointer self, std::chrono::milliseconds rate_window) {
     auto st = std::make_shared<metrics_state>();
     (void)self;
     return {
@@ -110,6 +108,12 @@ caf::behavior metrics_actor(caf::event_based_actor *self, std::chrono::milliseco
         },
         [st](get_atom) { return st->snap; },
     };
+}
+
+} // namespace
+
+metrics_actor spawn_metrics(caf::actor_system &sys, std::chrono::milliseconds rate_window) {
+    return sys.spawn(metrics_impl, rate_window);
 }
 
 } // namespace actorserve

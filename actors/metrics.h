@@ -6,11 +6,13 @@
 
 #include <chrono>
 
+#include "actors/protocol.h"
+
 namespace actorserve {
 
 // tokens_per_s is measured over the last `rate_window`.
 // note: CAF 0.17.6 binds a reference through a null pointer when a function-based actor is
 // spawned with no arguments (UBSan reports it), so every actor here takes at least one.
-caf::behavior metrics_actor(caf::event_based_actor *self, std::chrono::milliseconds rate_window);
+metrics_actor spawn_metrics(caf::actor_system &sys, std::chrono::milliseconds rate_window);
 
 } // namespace actorserve

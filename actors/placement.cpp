@@ -18,22 +18,22 @@ namespace {
 
 struct placement_st {
     placement_st() = default;
-    std::vector<caf::actor> schedulers;
+    std::vector<submit_target> schedulers;
     std::vector<placement_view> view;
     int block_size = 32;
 };
 
-using self_ptr = caf::stateful_actor<placement_st> *;
+using self_ptr = placement_actor::stateful_pointer<placement_st>;
 
-caf::behavior placement_actor(self_ptr self, std::vector<caf::actor> schedulers, std::vector<int> kv_blocks,
-                              int block_size) {
+placement_actor::behavior_type placement_impl(self_ptr self, std::vector<submit_target> schedulers,
+                                              std::vector<int> kv_blocks, int block_size) {
     auto &st = self->state;
     st.schedulers = std::move(schedulers);
     st.block_size = block_size;
     for (int b : kv_blocks) st.view.push_back({b, 0});
     // A scheduler that dies takes its device's requests with it; the sessions see it through
     // their own monitor of this actor, which ends with it.
-    for (const caf::actor &s : st.schedulers) self->link_to(s);
+    for (const submit_target &s : st.schedulers) self->link_to(s);
     return {
         [self](submit_atom a, gen_request &r) {
             auto &s = self->state;
@@ -45,10 +45,10 @@ caf::behavior placement_actor(self_ptr self, std::vector<caf::actor> schedulers,
             self->delegate(s.schedulers[d], a, std::move(r));
         },
         [self](cancel_atom a, int64_t id) {
-            for (const caf::actor &s : self->state.schedulers) self->send(s, a, id);
+            for (const submit_target &s : self->state.schedulers) self->send(s, a, id);
         },
         [self](cancel_atom a, int64_t id, stop_atom b) {
-            for (const caf::actor &s : self->state.schedulers) self->send(s, a, id, b);
+            for (const submit_target &s : self->state.schedulers) self->send(s, a, id, b);
         },
         [self](kv_free_atom, int device, int free_blocks, int waiting) {
             auto &v = self->state.view;
@@ -60,9 +60,9 @@ caf::behavior placement_actor(self_ptr self, std::vector<caf::actor> schedulers,
 
 } // namespace
 
-caf::actor spawn_placement(caf::actor_system &sys, std::vector<caf::actor> schedulers, std::vector<int> kv_blocks,
-                           int block_size) {
-    return sys.spawn(placement_actor, std::move(schedulers), std::move(kv_blocks), block_size);
+placement_actor spawn_placement(caf::actor_system &sys, std::vector<submit_target> schedulers,
+                                std::vector<int> kv_blocks, int block_size) {
+    return sys.spawn(placement_impl, std::move(schedulers), std::move(kv_blocks), block_size);
 }
 
 } // namespace actorserve

@@ -16,11 +16,13 @@
 
 #include <vector>
 
+#include "actors/protocol.h"
+
 namespace actorserve {
 
 // schedulers[i] drives device i, whose pool holds kv_blocks[i] blocks of block_size positions.
-caf::actor spawn_placement(caf::actor_system &sys, std::vector<caf::actor> schedulers, std::vector<int> kv_blocks,
-                           int block_size);
+placement_actor spawn_placement(caf::actor_system &sys, std::vector<submit_target> schedulers,
+                                std::vector<int> kv_blocks, int block_size);
 
 // The choice alone (no CAF), for tests: index of the device to place a request on.
 struct placement_view {

@@ -104,7 +104,8 @@ struct rag_core {
     rag_runtime_settings cfg;
     knowledge_base kb;
     std::unique_ptr<embedder> emb;     // queries only; the worker has its own
-    caf::actor metrics, worker;
+    metrics_actor metrics;
+    caf::actor worker;
     rag_metrics counts;
     std::deque<change> queue;          // changes not yet started, in arrival order
     bool ingesting = false;            // an ingest is with the worker
@@ -407,7 +408,7 @@ std::string describe(const std::string &file, const cache_load_report &r, const 
 
 } // namespace
 
-caf::actor spawn_rag(caf::actor_system &sys, const rag_runtime_settings &s, caf::actor metrics,
+caf::actor spawn_rag(caf::actor_system &sys, const rag_runtime_settings &s, metrics_actor metrics,
                      std::vector<std::string> &notes) {
     auto c = std::make_shared<rag_core>(s);
     c->metrics = std::move(metrics);

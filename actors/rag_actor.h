@@ -26,6 +26,8 @@
 #include "include/actorserve/errc.h"
 #include "rag/knowledge_base.h"
 
+#include "actors/protocol.h" // metrics_actor
+
 namespace actorserve {
 
 using delete_atom = caf::atom_constant<caf::atom("delete")>;
@@ -73,7 +75,7 @@ inline caf::error rag_error(errc e) { return caf::error(static_cast<uint8_t>(e),
 // Built by the runtime: loads the knowledge base file and the embedding model (what it did goes
 // to notes) and spawns the RAG actor and its ingest worker. A null actor, with the reason as the
 // last note, when the embedding model cannot be loaded or does not match settings.kb.dim.
-caf::actor spawn_rag(caf::actor_system &sys, const rag_runtime_settings &s, caf::actor metrics,
+caf::actor spawn_rag(caf::actor_system &sys, const rag_runtime_settings &s, metrics_actor metrics,
                      std::vector<std::string> &notes);
 
 } // namespace actorserve

@@ -16,6 +16,13 @@
 
 namespace actorserve {
 
+struct runtime::actors {
+    std::vector<executor_actor> executors; // one per device
+    std::vector<scheduler_actor> schedulers;
+    submit_target scheduler;               // where sessions submit: the scheduler, or placement
+    metrics_actor metrics;
+};
+
 scheduler_settings runtime_config::settings(const llama_hparams &hp) const {
     scheduler_settings s;
     s.max_seqs = max_seqs;
@@ -85,27 +92,30 @@ std::unique_ptr<runtime> runtime::start(caf::actor_system &sys, const runtime_co
         decoders.push_back(std::move(ctx));
         rt->device_names_.push_back(d.name());
     }
-    rt->metrics_ = sys.spawn(metrics_actor, std::chrono::milliseconds(5000));
+    rt->actors_ = std::make_shared<actors>();
+    actors &a = *rt->actors_;
+    a.metrics = spawn_metrics(sys, std::chrono::milliseconds(5000));
     auto tk = rt->tok_;
     for (size_t i = 0; i < devices->size(); ++i) {
-        rt->executors_.push_back(
-            spawn_executor(sys, rt->model_, std::move(decoders[i]), cp.n_batch, (*devices)[i], rt->metrics_));
+        a.executors.push_back(
+            spawn_executor(sys, rt->model_, std::move(decoders[i]), cp.n_batch, (*devices)[i], a.metrics));
         scheduler_config sc;
         sc.sched = *rt->settings_;
         sc.batch_wait = cfg.batch_wait;
         sc.mailbox_limit = cfg.scheduler_mailbox_limit;
         sc.retry_after_ms = cfg.retry_after_ms;
         sc.device = static_cast<int>(i);
-        rt->schedulers_.push_back(
-            spawn_scheduler(sys, sc, rt->executors_.back(), rt->metrics_, [tk](int32_t t) { return tk->is_eog(t); }));
+        a.schedulers.push_back(
+            spawn_scheduler(sys, sc, a.executors.back(), a.metrics, [tk](int32_t t) { return tk->is_eog(t); }));
     }
-    if (rt->schedulers_.size() == 1) {
-        rt->scheduler_ = rt->schedulers_.front();
+    if (a.schedulers.size() == 1) {
+        a.scheduler = a.schedulers.front();
     } else {
-        rt->scheduler_ = spawn_placement(sys, rt->schedulers_,
-                                         std::vector<int>(rt->schedulers_.size(), rt->settings_->kv_blocks),
-                                         rt->settings_->kv_block_size);
-        for (const caf::actor &s : rt->schedulers_) caf::anon_send(s, placement_atom::value, rt->scheduler_);
+        placement_actor p = spawn_placement(sys, {a.schedulers.begin(), a.schedulers.end()},
+                                            std::vector<int>(a.schedulers.size(), rt->settings_->kv_blocks),
+                                            rt->settings_->kv_block_size);
+        a.scheduler = p;
+        for (const scheduler_actor &s : a.schedulers) caf::anon_send(s, placement_atom::value, p);
     }
     if (cfg.cache.enabled) {
         // Cached answers belong to one model: its name, and its file's size so that a different
@@ -114,12 +124,12 @@ std::unique_ptr<runtime> runtime::start(caf::actor_system &sys, const runtime_co
         const auto size = std::filesystem::file_size(cfg.model_path, ec);
         if (rt->cfg_.model_name.empty()) rt->cfg_.model_name = std::filesystem::path(cfg.model_path).stem().string();
         rt->cfg_.model_name += ":" + std::to_string(ec ? 0 : size);
-        rt->cache_ = spawn_cache(sys, cfg.cache, rt->cfg_.model_name, rt->metrics_, rt->notes_);
+        rt->cache_ = spawn_cache(sys, cfg.cache, rt->cfg_.model_name, a.metrics, rt->notes_);
     }
     if (cfg.rag.enabled) {
         // Asked for retrieval and unable to embed: refuse to start rather than serve requests
         // that would all fail.
-        rt->rag_ = spawn_rag(sys, cfg.rag, rt->metrics_, rt->notes_);
+        rt->rag_ = spawn_rag(sys, cfg.rag, a.metrics, rt->notes_);
         if (!rt->rag_) {
             err = rt->notes_.empty() ? "rag: cannot start" : rt->notes_.back();
             return nullptr;
@@ -129,10 +139,12 @@ std::unique_ptr<runtime> runtime::start(caf::actor_system &sys, const runtime_co
 }
 
 runtime::~runtime() {
-    caf::anon_send_exit(scheduler_, caf::exit_reason::user_shutdown);
-    for (const caf::actor &s : schedulers_) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
-    for (const caf::actor &e : executors_) caf::anon_send_exit(e, caf::exit_reason::user_shutdown);
-    caf::anon_send_exit(metrics_, caf::exit_reason::user_shutdown);
+    if (actors_) {
+        caf::anon_send_exit(actors_->scheduler, caf::exit_reason::user_shutdown);
+        for (const auto &s : actors_->schedulers) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+        for (const auto &e : actors_->executors) caf::anon_send_exit(e, caf::exit_reason::user_shutdown);
+        caf::anon_send_exit(actors_->metrics, caf::exit_reason::user_shutdown);
+    }
     if (cache_) caf::anon_send_exit(cache_, caf::exit_reason::user_shutdown);
     if (rag_) caf::anon_send_exit(rag_, caf::exit_reason::user_shutdown);
 }
@@ -148,7 +160,11 @@ caf::actor runtime::open_session() {
     sc.rag_top_k = cfg_.rag.default_top_k;
     sc.rag_budget_tokens = cfg_.rag.budget_tokens;
     sc.retry_after_ms = cfg_.retry_after_ms;
-    return spawn_session(sys_, sc, scheduler_);
+    return spawn_session(sys_, sc, actors_->scheduler);
 }
+
+caf::actor runtime::scheduler() const { return caf::actor_cast<caf::actor>(actors_->scheduler); }
+
+metrics_source runtime::metrics() const { return actors_->metrics; }
 
 } // namespace actorserve

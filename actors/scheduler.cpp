@@ -20,14 +20,15 @@ double ms_between(clock_type::time_point a, clock_type::time_point b) {
 struct scheduler_st {
     scheduler_st() = default;
     struct client {
-        caf::actor sink;
+        gen_sink sink;
         clock_type::time_point submitted, last_token;
         bool got_first = false;
     };
     std::unique_ptr<scheduler_state> core;
     scheduler_config cfg;
-    caf::actor executor, metrics;
-    caf::actor placement; // with several devices, the actor placing requests on them
+    executor_actor executor;
+    metrics_actor metrics;
+    placement_actor placement; // with several devices, the actor placing requests on them
     std::unordered_map<int64_t, client> clients;
     // Submitters monitored, with how many of their requests are open: one monitor per peer,
     // dropped with its last request, so a long conversation does not pile them up.
@@ -38,21 +39,21 @@ struct scheduler_st {
     uint64_t mailbox_overloaded = 0; // submits refused for a full mailbox (core counts the rest)
 };
 
-using self_ptr = caf::stateful_actor<scheduler_st> *;
+using self_ptr = scheduler_actor::stateful_pointer<scheduler_st>;
 
-void watch(self_ptr self, const caf::actor &sink) {
+void watch(self_ptr self, const gen_sink &sink) {
     if (self->state.watched[sink.address()]++ == 0) self->monitor(sink);
 }
 
-void unwatch(self_ptr self, const caf::actor &sink) {
+void unwatch(self_ptr self, const gen_sink &sink) {
     auto &w = self->state.watched;
     auto it = w.find(sink.address());
     if (it == w.end() || --it->second > 0) return;
     w.erase(it);
-    self->demonitor(sink);
+    self->demonitor(sink.address());
 }
 
-void reject(self_ptr self, const caf::actor &sink, int64_t id, errc code, std::string message) {
+void reject(self_ptr self, const gen_sink &sink, int64_t id, errc code, std::string message) {
     gen_event e;
     e.id = id;
     e.failed = true;
@@ -181,8 +182,8 @@ void cancel(self_ptr self, int64_t id, bool stop_string) {
     report_if_idle(self);
 }
 
-caf::behavior scheduler_actor(self_ptr self, scheduler_config cfg, caf::actor executor, caf::actor metrics,
-                              std::function<bool(int32_t)> is_eog) {
+scheduler_actor::behavior_type scheduler_impl(self_ptr self, scheduler_config cfg, executor_actor executor,
+                                              metrics_actor metrics, std::function<bool(int32_t)> is_eog) {
     auto &st = self->state;
     st.core = std::make_unique<scheduler_state>(cfg.sched, std::move(is_eog));
     st.cfg = cfg;
@@ -205,7 +206,8 @@ caf::behavior scheduler_actor(self_ptr self, scheduler_config cfg, caf::actor ex
     return {
         [self](submit_atom, gen_request &r) {
             auto &s = self->state;
-            auto sink = caf::actor_cast<caf::actor>(self->current_sender());
+            // Whoever submits hears the gen_events (the protocol table): sessions, and the tests.
+            auto sink = caf::actor_cast<gen_sink>(self->current_sender());
             if (!sink) return; // an anonymous submitter could never hear back
             const size_t queued = self->mailbox().size();
             if (queued > s.cfg.mailbox_limit) {
@@ -228,7 +230,7 @@ caf::behavior scheduler_actor(self_ptr self, scheduler_config cfg, caf::actor ex
         },
         [self](cancel_atom, int64_t id) { cancel(self, id, false); },
         [self](cancel_atom, int64_t id, stop_atom) { cancel(self, id, true); },
-        [self](placement_atom, caf::actor p) {
+        [self](placement_atom, placement_actor p) {
             self->state.placement = std::move(p);
             report(self);
         },
@@ -243,9 +245,9 @@ caf::behavior scheduler_actor(self_ptr self, scheduler_config cfg, caf::actor ex
 
 } // namespace
 
-caf::actor spawn_scheduler(caf::actor_system &sys, const scheduler_config &cfg, caf::actor executor,
-                           caf::actor metrics, std::function<bool(int32_t)> is_eog) {
-    return sys.spawn(scheduler_actor, cfg, std::move(executor), std::move(metrics), std::move(is_eog));
+scheduler_actor spawn_scheduler(caf::actor_system &sys, const scheduler_config &cfg, executor_actor executor,
+                                metrics_actor metrics, std::function<bool(int32_t)> is_eog) {
+    return sys.spawn(scheduler_impl, cfg, std::move(executor), std::move(metrics), std::move(is_eog));
 }
 
 } // namespace actorserve

@@ -23,11 +23,10 @@
 #include <functional>
 #include <memory>
 
+#include "actors/protocol.h"
 #include "scheduling/scheduler_state.h"
 
 namespace actorserve {
-
-using stop_atom = caf::atom_constant<caf::atom("stop")>;
 
 struct scheduler_config {
     scheduler_settings sched;
@@ -40,7 +39,7 @@ struct scheduler_config {
     int device = 0;        // which device's executor it drives (metrics are kept per device)
 };
 
-caf::actor spawn_scheduler(caf::actor_system &sys, const scheduler_config &cfg, caf::actor executor,
-                           caf::actor metrics, std::function<bool(int32_t)> is_eog);
+scheduler_actor spawn_scheduler(caf::actor_system &sys, const scheduler_config &cfg, executor_actor executor,
+                                metrics_actor metrics, std::function<bool(int32_t)> is_eog);
 
 } // namespace actorserve

@@ -49,7 +49,7 @@ struct session_st {
         std::vector<rag_source> sources;  // the passages the prompt gave, for chat_done
     };
     session_config cfg;
-    caf::actor scheduler;
+    submit_target scheduler;
     std::vector<chat_message> turns;
     std::optional<active> cur;
     bool rag_lost = false;                // the RAG actor this session was given has exited
@@ -336,7 +336,7 @@ void on_passages(self_ptr self, int64_t gen_id, rag_search_reply &rep) {
     submit(self, r, with_passages(st.turns, r.messages, p));
 }
 
-caf::behavior session_actor(self_ptr self, session_config cfg, caf::actor scheduler) {
+caf::behavior session_actor(self_ptr self, session_config cfg, submit_target scheduler) {
     self->state.cfg = std::move(cfg);
     self->state.scheduler = scheduler;
     self->monitor(scheduler);
@@ -445,7 +445,7 @@ caf::behavior session_actor(self_ptr self, session_config cfg, caf::actor schedu
 
 } // namespace
 
-caf::actor spawn_session(caf::actor_system &sys, const session_config &cfg, caf::actor scheduler) {
+caf::actor spawn_session(caf::actor_system &sys, const session_config &cfg, submit_target scheduler) {
     return sys.spawn(session_actor, cfg, std::move(scheduler));
 }
 

@@ -30,6 +30,8 @@
 #include "engine/tokenizer.h"
 #include "include/actorserve/request_check.h"
 
+#include "actors/protocol.h" // submit_target
+
 namespace actorserve {
 
 struct session_config {
@@ -44,6 +46,6 @@ struct session_config {
     int retry_after_ms = 1000;   // the hint given with an overloaded knowledge base
 };
 
-caf::actor spawn_session(caf::actor_system &sys, const session_config &cfg, caf::actor scheduler);
+caf::actor spawn_session(caf::actor_system &sys, const session_config &cfg, submit_target scheduler);
 
 } // namespace actorserve

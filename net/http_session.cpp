@@ -212,7 +212,7 @@ void http_session::route(request &&req) {
         // The runtime's figures come from its metrics actor; a scrape that gets no answer in
         // 2 s still gets the server's own (and the runtime's as zeros), as before.
         return ask_actor<metrics_snapshot>(
-            rt->metrics(), std::chrono::seconds(2),
+            caf::actor_cast<caf::actor>(rt->metrics()), std::chrono::seconds(2),
             [](http_session &s, metrics_snapshot &m) { s.respond_metrics(m); },
             [](http_session &s, const std::string &why) {
                 spdlog::warn("/metrics: the metrics actor did not answer ({})", why);

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "include/actorserve/messages.h" // get_atom
+
 namespace actorserve {
 
 // Cumulative fixed-bucket histogram (the Prometheus kind): counts[i] observations <= bounds[i],
@@ -131,6 +133,11 @@ struct metrics_snapshot {
     rag_metrics rag;
     std::vector<device_metrics> devices; // one per executor, in device order
 };
+
+// What a client may ask the metrics actor (runtime::metrics()): the snapshot. The actor takes
+// more (the samples of the schedulers, executors, caches and retrieval: metrics_actor in
+// actors/protocol.h); a metrics_source handle lets a client send only this.
+using metrics_source = caf::typed_actor<caf::replies_to<get_atom>::with<metrics_snapshot>>;
 
 } // namespace actorserve
 

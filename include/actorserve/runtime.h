@@ -91,9 +91,9 @@ public:
 
     caf::actor open_session();        // a new conversation; end it with send_exit
     // Where sessions submit: the scheduler, or the placement actor with several devices.
-    caf::actor scheduler() const { return scheduler_; }
+    caf::actor scheduler() const;
     const std::vector<std::string> &devices() const { return device_names_; } // "cpu", "cuda:0", ...
-    caf::actor metrics() const { return metrics_; }   // (get_atom) => metrics_snapshot
+    metrics_source metrics() const;                    // (get_atom) => metrics_snapshot
     caf::actor cache() const { return cache_; }        // null when the caches are off
     caf::actor rag() const { return rag_; }            // null when retrieval is off (actors/rag_actor.h)
     // What start-up did that an operator should read (caches and knowledge base loaded, set
@@ -112,8 +112,9 @@ private:
     std::shared_ptr<const llama_model> model_;
     std::shared_ptr<const tokenizer> tok_;
     std::shared_ptr<const chat_template> tmpl_;
-    std::vector<caf::actor> executors_, schedulers_; // one per device
-    caf::actor scheduler_, metrics_, cache_, rag_;
+    struct actors;                   // the typed handles (actors/protocol.h), in runtime.cpp
+    std::shared_ptr<actors> actors_;
+    caf::actor cache_, rag_;
     std::vector<std::string> notes_;
     std::vector<std::string> device_names_;
 };

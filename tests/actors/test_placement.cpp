@@ -70,7 +70,9 @@ namespace {
 // One device: an executor, its scheduler, and a metrics actor of its own, so the test can see
 // what each device did.
 struct device_rig {
-    caf::actor executor, scheduler, metrics;
+    executor_actor executor;
+    scheduler_actor scheduler;
+    metrics_actor metrics;
     device_rig(caf::actor_system &sys, int index, const scheduler_settings &s) {
         context_params cp;
         cp.n_ctx = s.n_ctx;
@@ -80,7 +82,7 @@ struct device_rig {
         cp.kv_block_size = s.kv_block_size;
         cp.n_kv_blocks = s.kv_blocks;
         cp.chunk_invariant = true;
-        metrics = sys.spawn(metrics_actor, std::chrono::milliseconds(5000));
+        metrics = spawn_metrics(sys, std::chrono::milliseconds(5000));
         executor = spawn_executor(sys, default_model().model, std::make_unique<llama_context>(*default_model().model, cp),
                                   cp.n_batch, device_choice{}, metrics);
         scheduler_config sc;
@@ -139,7 +141,7 @@ std::map<int64_t, result> collect(caf::scoped_actor &self, size_t n) {
     return out;
 }
 
-metrics_snapshot snapshot(caf::scoped_actor &self, const caf::actor &metrics) {
+metrics_snapshot snapshot(caf::scoped_actor &self, const metrics_source &metrics) {
     metrics_snapshot snap;
     self->request(metrics, 10s, get_atom::value)
         .receive([&](metrics_snapshot &s) { snap = s; }, [&](caf::error &e) { FAIL(caf::to_string(e)); });
@@ -167,7 +169,7 @@ TEST_CASE("placement: two devices share the requests, and each answer is the one
     }
 
     device_rig d0(sys, 0, s), d1(sys, 1, s);
-    caf::actor place = spawn_placement(sys, {d0.scheduler, d1.scheduler}, {s.kv_blocks, s.kv_blocks}, s.kv_block_size);
+    placement_actor place = spawn_placement(sys, {d0.scheduler, d1.scheduler}, {s.kv_blocks, s.kv_blocks}, s.kv_block_size);
     self->send(d0.scheduler, placement_atom::value, place);
     self->send(d1.scheduler, placement_atom::value, place);
     std::this_thread::sleep_for(100ms); // their first reports (all blocks free) arrive first

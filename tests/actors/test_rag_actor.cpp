@@ -94,7 +94,7 @@ rag_status status_of(caf::scoped_actor &self, const caf::actor &rag) {
     return out;
 }
 
-metrics_snapshot metrics_of(caf::scoped_actor &self, const caf::actor &metrics) {
+metrics_snapshot metrics_of(caf::scoped_actor &self, const metrics_source &metrics) {
     metrics_snapshot snap;
     self->request(metrics, 10s, get_atom::value)
         .receive([&](metrics_snapshot &s) { snap = s; }, [&](caf::error &e) { FAIL("metrics: " << caf::to_string(e)); });
@@ -160,7 +160,7 @@ TEST_CASE("rag actor: documents are added, unchanged, replaced, found by query a
     caf::actor_system_config cfg;
     caf::actor_system sys{cfg};
     caf::scoped_actor self{sys};
-    caf::actor metrics = sys.spawn(metrics_actor, std::chrono::milliseconds(5000));
+    metrics_actor metrics = spawn_metrics(sys, std::chrono::milliseconds(5000));
     std::vector<std::string> notes;
     caf::actor rag = spawn_rag(sys, settings(file), metrics, notes);
     REQUIRE_MESSAGE(rag, (notes.empty() ? "" : notes.back()));
@@ -255,7 +255,7 @@ TEST_CASE("rag actor: documents are added, unchanged, replaced, found by query a
     // the next start finds what was committed, and searches it without ingesting again
     self->send_exit(rag, caf::exit_reason::user_shutdown);
     notes.clear();
-    caf::actor reloaded = spawn_rag(sys, settings(file), caf::actor{}, notes);
+    caf::actor reloaded = spawn_rag(sys, settings(file), metrics_actor{}, notes);
     REQUIRE(reloaded);
     REQUIRE(notes.size() == 1);
     CHECK(notes[0] == "knowledge base: 3 documents / 3 chunks loaded from " + file);
@@ -273,7 +273,7 @@ TEST_CASE("rag actor: a flood over the mailbox limit is answered request by requ
     caf::actor_system_config cfg;
     caf::actor_system sys{cfg};
     caf::scoped_actor self{sys};
-    caf::actor metrics = sys.spawn(metrics_actor, std::chrono::milliseconds(5000));
+    metrics_actor metrics = spawn_metrics(sys, std::chrono::milliseconds(5000));
     rag_runtime_settings s = settings("");
     s.mailbox_limit = 2;
     std::vector<std::string> notes;
