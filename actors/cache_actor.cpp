@@ -62,7 +62,7 @@ struct cache_st {
     std::shared_ptr<caches> c;
 };
 
-using self_ptr = caf::stateful_actor<cache_st> *;
+using self_ptr = cache_actor::stateful_pointer<cache_st>;
 
 cache_reply lookup(caches &c, cache_query &q) {
     cache_reply r;
@@ -121,7 +121,7 @@ void store(caches &c, cache_store &s) {
     }
 }
 
-caf::behavior cache_actor(self_ptr self, std::shared_ptr<caches> owned) {
+cache_actor::behavior_type cache_impl(self_ptr self, std::shared_ptr<caches> owned) {
     self->state.c = owned;
     // Saved once more on the way out (the runtime stopping), from the thread the actor ran on.
     self->attach_functor([owned] { owned->save(); });
@@ -131,7 +131,7 @@ caf::behavior cache_actor(self_ptr self, std::shared_ptr<caches> owned) {
     return {
         [self](lookup_atom, cache_query &q) {
             caches &c = *self->state.c;
-            auto to = caf::actor_cast<caf::actor>(self->current_sender());
+            auto to = caf::actor_cast<cache_sink>(self->current_sender());
             if (!to) return;
             // The counts go out before the answer: whoever the answer reaches, and whatever it
             // asks the metrics actor next, finds them counted.
@@ -196,8 +196,8 @@ std::string describe(const char *what, const std::string &file, const cache_load
 
 } // namespace
 
-caf::actor spawn_cache(caf::actor_system &sys, const cache_settings &s, const std::string &model_name,
-                       metrics_actor metrics, std::vector<std::string> &notes) {
+cache_actor spawn_cache(caf::actor_system &sys, const cache_settings &s, const std::string &model_name,
+                        metrics_actor metrics, std::vector<std::string> &notes) {
     auto c = std::make_shared<caches>(s, model_name);
     c->metrics = std::move(metrics);
     c->counts.enabled = true;
@@ -230,7 +230,7 @@ caf::actor spawn_cache(caf::actor_system &sys, const cache_settings &s, const st
         }
         if (ec) c->cfg.dir.clear();
     }
-    return sys.spawn<caf::detached>(cache_actor, std::move(c));
+    return sys.spawn<caf::detached>(cache_impl, std::move(c));
 }
 
 } // namespace actorserve

@@ -16,7 +16,7 @@
 #include <memory>
 
 #include "actors/devices.h"
-#include "actors/protocol.h"
+#include "actors/interfaces.h"
 #include "engine/forward.h"
 #include "engine/model.h"
 

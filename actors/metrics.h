@@ -6,7 +6,7 @@
 
 #include <chrono>
 
-#include "actors/protocol.h"
+#include "actors/interfaces.h"
 
 namespace actorserve {
 

@@ -16,7 +16,7 @@
 
 #include <vector>
 
-#include "actors/protocol.h"
+#include "actors/interfaces.h"
 
 namespace actorserve {
 

@@ -14,7 +14,8 @@
 //   cache     -> metrics    cache_metrics                   after every lookup and store
 //   rag       -> metrics    rag_metrics                     after every search and change
 //
-// Each actor's typed interface (below) is this table as the compiler sees it.
+// The cache and RAG actors' messages are in actors/cache_messages.h and actors/rag_messages.h;
+// actors/interfaces.h is this table as the compiler sees it: each actor's typed interface.
 #pragma once
 
 #include <caf/all.hpp>
@@ -65,32 +66,6 @@ struct metrics_sample {
     std::vector<double> queue_ms;       // requests admitted for the first time: submit to admission
     std::vector<double> e2e_ms;         // requests that ended: submit to end
 };
-
-// The typed interfaces: what each actor accepts, checked by the compiler at every send.
-
-// executor (actors/executor.h)
-using executor_actor = caf::typed_actor<caf::replies_to<step_atom, step_plan>::with<step_result>,
-                                        caf::reacts_to<release_atom, std::vector<int64_t>>>;
-
-// metrics (actors/metrics.h): the public get, and the samples the other actors send it
-using metrics_actor = metrics_source::extend<caf::reacts_to<metrics_sample>, caf::reacts_to<cache_metrics>,
-                                             caf::reacts_to<rag_metrics>, caf::reacts_to<device_metrics>>;
-
-// Who submits: it hears its requests' gen_events.
-using gen_sink = caf::typed_actor<caf::reacts_to<gen_event>>;
-
-// Where a session submits: the scheduler of its device, or the placement actor in front of
-// several (the sender of a submit hears the gen_events).
-using submit_target = caf::typed_actor<caf::reacts_to<submit_atom, gen_request>,
-                                       caf::reacts_to<cancel_atom, int64_t>,
-                                       caf::reacts_to<cancel_atom, int64_t, stop_atom>>;
-
-// placement (actors/placement.h): a submit target that hears each scheduler's free KV blocks
-using placement_actor = submit_target::extend<caf::reacts_to<kv_free_atom, int, int, int>>;
-
-// scheduler (actors/scheduler.h)
-using scheduler_actor = submit_target::extend<caf::reacts_to<tick_atom>,
-                                              caf::reacts_to<placement_atom, placement_actor>>;
 
 } // namespace actorserve
 

@@ -50,6 +50,11 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorserve::prepare_reply)
 namespace actorserve {
 
 namespace {
+// The RAG actor asks its worker to chunk and embed documents.
+using ingest_worker_actor = caf::typed_actor<caf::replies_to<prepare_atom, prepare_job>::with<prepare_reply>>;
+} // namespace
+
+namespace {
 
 // ---- the ingest worker -------------------------------------------------------------------
 
@@ -71,7 +76,7 @@ struct worker_tools {
 
 // cost: one embedding per chunk, about 200 chunk-tokens each (some 0.2 s per chunk on two
 // threads): seconds for a few documents, which is why this is not the RAG actor's thread.
-caf::behavior ingest_worker(caf::event_based_actor *self, std::shared_ptr<worker_tools> t) {
+ingest_worker_actor::behavior_type ingest_worker(ingest_worker_actor::pointer self, std::shared_ptr<worker_tools> t) {
     (void)self;
     return {
         [t](prepare_atom, prepare_job &job) {
@@ -95,7 +100,8 @@ struct change {
     bool is_delete = false;
     std::vector<document_input> documents;
     std::string doc_id;
-    caf::response_promise rp;
+    caf::typed_response_promise<rag_ingest_reply> ingest_rp; // !is_delete
+    caf::typed_response_promise<bool> delete_rp;             // is_delete
 };
 
 // What the actor owns. Held by shared_ptr so that the exit handler, which runs after the
@@ -105,11 +111,11 @@ struct rag_core {
     knowledge_base kb;
     std::unique_ptr<embedder> emb;     // queries only; the worker has its own
     metrics_actor metrics;
-    caf::actor worker;
+    ingest_worker_actor worker;
     rag_metrics counts;
     std::deque<change> queue;          // changes not yet started, in arrival order
     bool ingesting = false;            // an ingest is with the worker
-    caf::response_promise current;     // its promise, answered if the actor stops first
+    caf::typed_response_promise<rag_ingest_reply> current; // its promise, answered if the actor stops first
 
     explicit rag_core(const rag_runtime_settings &s) : cfg(s), kb(s.kb) {}
 
@@ -137,7 +143,7 @@ struct rag_st {
     std::shared_ptr<rag_core> c;
 };
 
-using self_ptr = caf::stateful_actor<rag_st> *;
+using self_ptr = rag_actor::stateful_pointer<rag_st>;
 
 // Requests waiting: the mailbox (this one included) and the changes queued behind an ingest.
 bool over_limit(self_ptr self, const rag_core &c) {
@@ -263,11 +269,11 @@ void start_ingest(self_ptr self, change ch) {
     }
     if (job.documents.empty()) {
         c.publish();
-        ch.rp.deliver(std::move(*reply));
+        ch.ingest_rp.deliver(std::move(*reply));
         return;
     }
     c.ingesting = true;
-    c.current = std::move(ch.rp);
+    c.current = std::move(ch.ingest_rp);
     self->request(c.worker, caf::infinite, prepare_atom::value, std::move(job))
         .then(
             [self, reply, where](prepare_reply &p) {
@@ -276,14 +282,14 @@ void start_ingest(self_ptr self, change ch) {
                 core.publish();
                 core.ingesting = false;
                 core.current.deliver(std::move(*reply));
-                core.current = caf::response_promise{};
+                core.current = {};
                 pump(self);
             },
             [self](caf::error &e) {
                 rag_core &core = *self->state.c;
                 core.ingesting = false;
                 core.current.deliver(refused(errc::internal, "the ingest worker failed: " + caf::to_string(e)));
-                core.current = caf::response_promise{};
+                core.current = {};
                 pump(self);
             });
 }
@@ -304,19 +310,19 @@ void pump(self_ptr self) {
             c.save(); // a failed save is retried by the next change; the delete itself stands
         }
         c.publish();
-        ch.rp.deliver(removed);
+        ch.delete_rp.deliver(removed);
     }
 }
 
-caf::behavior rag_actor(self_ptr self, std::shared_ptr<rag_core> owned) {
+rag_actor::behavior_type rag_impl(self_ptr self, std::shared_ptr<rag_core> owned) {
     self->state.c = owned;
     // The worker goes with the actor; changes left waiting are answered, never left hanging.
     self->attach_functor([owned] {
         caf::anon_send_exit(owned->worker, caf::exit_reason::user_shutdown);
         if (owned->current.pending()) owned->current.deliver(refused(errc::internal, "the knowledge base stopped"));
         for (change &ch : owned->queue) {
-            if (ch.is_delete) ch.rp.deliver(rag_error(errc::internal));
-            else ch.rp.deliver(refused(errc::internal, "the knowledge base stopped"));
+            if (ch.is_delete) ch.delete_rp.deliver(rag_error(errc::internal));
+            else ch.ingest_rp.deliver(refused(errc::internal, "the knowledge base stopped"));
         }
         owned->queue.clear();
     });
@@ -340,38 +346,40 @@ caf::behavior rag_actor(self_ptr self, std::shared_ptr<rag_core> owned) {
         },
         [self](rag_ingest &in) {
             rag_core &c = *self->state.c;
-            caf::response_promise rp = self->make_response_promise();
+            auto rp = self->make_response_promise<rag_ingest_reply>();
             if (over_limit(self, c)) {
                 ++c.counts.overloaded;
                 c.publish();
                 rp.deliver(refused(errc::overloaded, busy_message(c)));
-                return;
+                return rp;
             }
             if (in.documents.empty()) {
                 rp.deliver(refused(errc::invalid_request, "documents is empty"));
-                return;
+                return rp;
             }
             if (in.documents.size() > c.cfg.max_ingest_documents) {
                 std::string m = std::to_string(in.documents.size());
                 m += " documents in one request, the limit is ";
                 m += std::to_string(c.cfg.max_ingest_documents);
                 rp.deliver(refused(errc::too_large, std::move(m)));
-                return;
+                return rp;
             }
-            c.queue.push_back(change{false, std::move(in.documents), {}, std::move(rp)});
+            c.queue.push_back(change{false, std::move(in.documents), {}, rp, {}});
             pump(self);
+            return rp;
         },
         [self](delete_atom, std::string &doc_id) {
             rag_core &c = *self->state.c;
-            caf::response_promise rp = self->make_response_promise();
+            auto rp = self->make_response_promise<bool>();
             if (over_limit(self, c)) {
                 ++c.counts.overloaded;
                 c.publish();
                 rp.deliver(rag_error(errc::overloaded));
-                return;
+                return rp;
             }
-            c.queue.push_back(change{true, {}, std::move(doc_id), std::move(rp)});
+            c.queue.push_back(change{true, {}, std::move(doc_id), {}, rp});
             pump(self);
+            return rp;
         },
         // Cheap enough to answer whatever the load: O(documents).
         [self](get_atom) {
@@ -408,7 +416,7 @@ std::string describe(const std::string &file, const cache_load_report &r, const 
 
 } // namespace
 
-caf::actor spawn_rag(caf::actor_system &sys, const rag_runtime_settings &s, metrics_actor metrics,
+rag_actor spawn_rag(caf::actor_system &sys, const rag_runtime_settings &s, metrics_actor metrics,
                      std::vector<std::string> &notes) {
     auto c = std::make_shared<rag_core>(s);
     c->metrics = std::move(metrics);
@@ -444,7 +452,7 @@ caf::actor spawn_rag(caf::actor_system &sys, const rag_runtime_settings &s, metr
         }
     }
     c->worker = sys.spawn<caf::detached>(ingest_worker, std::move(tools));
-    return sys.spawn<caf::detached>(rag_actor, std::move(c));
+    return sys.spawn<caf::detached>(rag_impl, std::move(c));
 }
 
 } // namespace actorserve

@@ -21,6 +21,8 @@ struct runtime::actors {
     std::vector<scheduler_actor> schedulers;
     submit_target scheduler;               // where sessions submit: the scheduler, or placement
     metrics_actor metrics;
+    cache_actor cache;                     // null when the caches are off
+    rag_actor rag;                         // null when retrieval is off
 };
 
 scheduler_settings runtime_config::settings(const llama_hparams &hp) const {
@@ -124,13 +126,13 @@ std::unique_ptr<runtime> runtime::start(caf::actor_system &sys, const runtime_co
         const auto size = std::filesystem::file_size(cfg.model_path, ec);
         if (rt->cfg_.model_name.empty()) rt->cfg_.model_name = std::filesystem::path(cfg.model_path).stem().string();
         rt->cfg_.model_name += ":" + std::to_string(ec ? 0 : size);
-        rt->cache_ = spawn_cache(sys, cfg.cache, rt->cfg_.model_name, a.metrics, rt->notes_);
+        a.cache = spawn_cache(sys, cfg.cache, rt->cfg_.model_name, a.metrics, rt->notes_);
     }
     if (cfg.rag.enabled) {
         // Asked for retrieval and unable to embed: refuse to start rather than serve requests
         // that would all fail.
-        rt->rag_ = spawn_rag(sys, cfg.rag, a.metrics, rt->notes_);
-        if (!rt->rag_) {
+        a.rag = spawn_rag(sys, cfg.rag, a.metrics, rt->notes_);
+        if (!a.rag) {
             err = rt->notes_.empty() ? "rag: cannot start" : rt->notes_.back();
             return nullptr;
         }
@@ -144,9 +146,9 @@ runtime::~runtime() {
         for (const auto &s : actors_->schedulers) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
         for (const auto &e : actors_->executors) caf::anon_send_exit(e, caf::exit_reason::user_shutdown);
         caf::anon_send_exit(actors_->metrics, caf::exit_reason::user_shutdown);
+        if (actors_->cache) caf::anon_send_exit(actors_->cache, caf::exit_reason::user_shutdown);
+        if (actors_->rag) caf::anon_send_exit(actors_->rag, caf::exit_reason::user_shutdown);
     }
-    if (cache_) caf::anon_send_exit(cache_, caf::exit_reason::user_shutdown);
-    if (rag_) caf::anon_send_exit(rag_, caf::exit_reason::user_shutdown);
 }
 
 caf::actor runtime::open_session() {
@@ -155,8 +157,8 @@ caf::actor runtime::open_session() {
     sc.tmpl = tmpl_;
     sc.n_ctx = settings_->n_ctx;
     sc.limits = cfg_.limits();
-    sc.cache = cache_;
-    sc.rag = rag_;
+    sc.cache = actors_->cache;
+    sc.rag = actors_->rag;
     sc.rag_top_k = cfg_.rag.default_top_k;
     sc.rag_budget_tokens = cfg_.rag.budget_tokens;
     sc.retry_after_ms = cfg_.retry_after_ms;
@@ -166,5 +168,9 @@ caf::actor runtime::open_session() {
 caf::actor runtime::scheduler() const { return caf::actor_cast<caf::actor>(actors_->scheduler); }
 
 metrics_source runtime::metrics() const { return actors_->metrics; }
+
+caf::actor runtime::cache() const { return caf::actor_cast<caf::actor>(actors_->cache); }
+
+caf::actor runtime::rag() const { return caf::actor_cast<caf::actor>(actors_->rag); }
 
 } // namespace actorserve

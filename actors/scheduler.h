@@ -23,7 +23,7 @@
 #include <functional>
 #include <memory>
 
-#include "actors/protocol.h"
+#include "actors/interfaces.h"
 #include "scheduling/scheduler_state.h"
 
 namespace actorserve {

@@ -350,7 +350,7 @@ caf::behavior session_actor(self_ptr self, session_config cfg, submit_target sch
         } else if (st.cfg.cache && dm.source == st.cfg.cache.address()) {
             // The caches are gone (they failed): carry on without them; a request waiting for
             // their answer goes to the scheduler as a miss.
-            st.cfg.cache = caf::actor{};
+            st.cfg.cache = cache_actor{};
             if (st.cur && st.cur->held) {
                 cache_reply miss;
                 miss.kind = cache_reply::bypass;
@@ -360,7 +360,7 @@ caf::behavior session_actor(self_ptr self, session_config cfg, submit_target sch
         } else if (st.cfg.rag && dm.source == st.cfg.rag.address()) {
             // Retrieval is gone: later rag requests are refused by name; a search in flight
             // fails through its request (request_receiver_down) and is answered with an error.
-            st.cfg.rag = caf::actor{};
+            st.cfg.rag = rag_actor{};
             st.rag_lost = true;
         } else if (st.cur && dm.source == st.cur->client.address() && !st.cur->stopped) {
             self->send(st.scheduler, cancel_atom::value, st.cur->gen_id); // nobody to stream to

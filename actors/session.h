@@ -30,7 +30,7 @@
 #include "engine/tokenizer.h"
 #include "include/actorserve/request_check.h"
 
-#include "actors/protocol.h" // submit_target
+#include "actors/interfaces.h"
 
 namespace actorserve {
 
@@ -39,8 +39,8 @@ struct session_config {
     std::shared_ptr<const chat_template> tmpl;
     int n_ctx = 2048;            // the scheduler's; a longer prompt is refused here, by name
     request_limits limits;       // what check_request allows
-    caf::actor cache;            // the answer caches (actors/cache_actor.h); null: none
-    caf::actor rag;              // retrieval (actors/rag_actor.h); null: chat_request.rag is refused
+    cache_actor cache;           // the answer caches (actors/cache_actor.h); null: none
+    rag_actor rag;               // retrieval (actors/rag_actor.h); null: chat_request.rag is refused
     size_t rag_top_k = 4;        // passages asked for when the request leaves top_k at 0
     size_t rag_budget_tokens = 1024; // model tokens of passages, when the request leaves it at 0
     int retry_after_ms = 1000;   // the hint given with an overloaded knowledge base

@@ -94,8 +94,8 @@ public:
     caf::actor scheduler() const;
     const std::vector<std::string> &devices() const { return device_names_; } // "cpu", "cuda:0", ...
     metrics_source metrics() const;                    // (get_atom) => metrics_snapshot
-    caf::actor cache() const { return cache_; }        // null when the caches are off
-    caf::actor rag() const { return rag_; }            // null when retrieval is off (actors/rag_actor.h)
+    caf::actor cache() const;                          // null when the caches are off
+    caf::actor rag() const;                            // null when retrieval is off (actors/rag_actor.h)
     // What start-up did that an operator should read (caches and knowledge base loaded, set
     // aside, turned off).
     const std::vector<std::string> &notes() const { return notes_; }
@@ -114,7 +114,6 @@ private:
     std::shared_ptr<const chat_template> tmpl_;
     struct actors;                   // the typed handles (actors/protocol.h), in runtime.cpp
     std::shared_ptr<actors> actors_;
-    caf::actor cache_, rag_;
     std::vector<std::string> notes_;
     std::vector<std::string> device_names_;
 };

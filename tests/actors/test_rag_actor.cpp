@@ -162,7 +162,7 @@ TEST_CASE("rag actor: documents are added, unchanged, replaced, found by query a
     caf::scoped_actor self{sys};
     metrics_actor metrics = spawn_metrics(sys, std::chrono::milliseconds(5000));
     std::vector<std::string> notes;
-    caf::actor rag = spawn_rag(sys, settings(file), metrics, notes);
+    caf::actor rag = caf::actor_cast<caf::actor>(spawn_rag(sys, settings(file), metrics, notes));
     REQUIRE_MESSAGE(rag, (notes.empty() ? "" : notes.back()));
     REQUIRE(notes.size() == 1);
     CHECK(notes[0] == "knowledge base: " + file + " not found, starting empty");
@@ -255,7 +255,7 @@ TEST_CASE("rag actor: documents are added, unchanged, replaced, found by query a
     // the next start finds what was committed, and searches it without ingesting again
     self->send_exit(rag, caf::exit_reason::user_shutdown);
     notes.clear();
-    caf::actor reloaded = spawn_rag(sys, settings(file), metrics_actor{}, notes);
+    caf::actor reloaded = caf::actor_cast<caf::actor>(spawn_rag(sys, settings(file), metrics_actor{}, notes));
     REQUIRE(reloaded);
     REQUIRE(notes.size() == 1);
     CHECK(notes[0] == "knowledge base: 3 documents / 3 chunks loaded from " + file);
@@ -277,7 +277,7 @@ TEST_CASE("rag actor: a flood over the mailbox limit is answered request by requ
     rag_runtime_settings s = settings("");
     s.mailbox_limit = 2;
     std::vector<std::string> notes;
-    caf::actor rag = spawn_rag(sys, s, metrics, notes);
+    caf::actor rag = caf::actor_cast<caf::actor>(spawn_rag(sys, s, metrics, notes));
     REQUIRE(rag);
     CHECK(notes == std::vector<std::string>{"knowledge base kept in memory only (no file)"});
     // Each hybrid search embeds its query (milliseconds); the whole flood is sent in microseconds.
