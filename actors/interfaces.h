@@ -50,6 +50,10 @@ using cache_sink = caf::typed_actor<caf::reacts_to<cache_reply>>;
 using cache_actor = caf::typed_actor<caf::reacts_to<lookup_atom, cache_query>, caf::reacts_to<store_atom, cache_store>,
                                      caf::reacts_to<save_atom>>;
 
+// session (actors/session.h): what its client sends (chat_session, public), and what the
+// scheduler and the cache answer it with
+using session_actor = chat_session::extend<caf::reacts_to<gen_event>, caf::reacts_to<cache_reply>>;
+
 // rag (actors/rag_actor.h)
 using rag_actor = caf::typed_actor<caf::replies_to<rag_search>::with<rag_search_reply>,
                                    caf::replies_to<rag_ingest>::with<rag_ingest_reply>,

@@ -151,7 +151,7 @@ runtime::~runtime() {
     }
 }
 
-caf::actor runtime::open_session() {
+chat_session runtime::open_session() {
     session_config sc;
     sc.tok = tok_;
     sc.tmpl = tmpl_;

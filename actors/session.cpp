@@ -25,7 +25,7 @@ struct session_st {
     session_st() = default; // see actors/scheduler.cpp: CAF 0.17.6 + C++20 state initialisation
     struct active {
         int64_t client_id = 0, gen_id = 0;
-        caf::actor client;
+        chat_listener client;
         std::vector<chat_message> asked;  // this request's messages, kept as turns on success
         utf8_stream utf8;
         stop_filter stop{{}};
@@ -55,9 +55,9 @@ struct session_st {
     bool rag_lost = false;                // the RAG actor this session was given has exited
 };
 
-using self_ptr = caf::stateful_actor<session_st> *;
+using self_ptr = session_actor::stateful_pointer<session_st>;
 
-void send_error(self_ptr self, const caf::actor &to, int64_t id, errc code, std::string msg, int retry = 0) {
+void send_error(self_ptr self, const chat_listener &to, int64_t id, errc code, std::string msg, int retry = 0) {
     self->send(to, chat_error{id, code, std::move(msg), retry});
 }
 
@@ -81,7 +81,7 @@ void emit(self_ptr self, std::string_view piece) {
 // long conversation) and forget it.
 void end_request(self_ptr self) {
     auto &st = self->state;
-    if (!st.cur->client_gone) self->demonitor(st.cur->client);
+    if (!st.cur->client_gone) self->demonitor(st.cur->client.address());
     st.cur.reset();
 }
 
@@ -336,7 +336,7 @@ void on_passages(self_ptr self, int64_t gen_id, rag_search_reply &rep) {
     submit(self, r, with_passages(st.turns, r.messages, p));
 }
 
-caf::behavior session_actor(self_ptr self, session_config cfg, submit_target scheduler) {
+session_actor::behavior_type session_impl(self_ptr self, session_config cfg, submit_target scheduler) {
     self->state.cfg = std::move(cfg);
     self->state.scheduler = scheduler;
     self->monitor(scheduler);
@@ -371,7 +371,8 @@ caf::behavior session_actor(self_ptr self, session_config cfg, submit_target sch
     return {
         [self](chat_request &r) {
             auto &st = self->state;
-            auto client = caf::actor_cast<caf::actor>(self->current_sender());
+            // Whoever asks hears chat_delta, chat_done, chat_error (include/actorserve/messages.h).
+            auto client = caf::actor_cast<chat_listener>(self->current_sender());
             if (!client) return;
             if (st.cur) {
                 send_error(self, client, r.id, errc::busy, "this session already has a request in flight");
@@ -445,8 +446,8 @@ caf::behavior session_actor(self_ptr self, session_config cfg, submit_target sch
 
 } // namespace
 
-caf::actor spawn_session(caf::actor_system &sys, const session_config &cfg, submit_target scheduler) {
-    return sys.spawn(session_actor, cfg, std::move(scheduler));
+session_actor spawn_session(caf::actor_system &sys, const session_config &cfg, submit_target scheduler) {
+    return sys.spawn(session_impl, cfg, std::move(scheduler));
 }
 
 } // namespace actorserve

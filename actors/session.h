@@ -46,6 +46,6 @@ struct session_config {
     int retry_after_ms = 1000;   // the hint given with an overloaded knowledge base
 };
 
-caf::actor spawn_session(caf::actor_system &sys, const session_config &cfg, submit_target scheduler);
+session_actor spawn_session(caf::actor_system &sys, const session_config &cfg, submit_target scheduler);
 
 } // namespace actorserve

@@ -63,7 +63,7 @@ bool run_once(caf::actor_system &sys, const runtime_config &rc, int n, int max_t
     std::vector<double> itl;
     {
         caf::scoped_actor self{sys};
-        std::vector<caf::actor> sessions;
+        std::vector<actorserve::chat_session> sessions;
         for (int i = 0; i < n; ++i) sessions.push_back(rt->open_session());
         const clk::time_point t0 = clk::now();
         for (int i = 0; i < n; ++i) {
@@ -124,7 +124,7 @@ bool run_once(caf::actor_system &sys, const runtime_config &rc, int n, int max_t
                     n, run, tokens, errors, wall, steps, steps > 0 ? step_ms / steps : 0.0, wall > 0 ? tokens / wall : 0.0, pct(ttft, 0.5), pct(ttft, 0.9),
                     pct(ttft, 0.99), pct(itl, 0.5), pct(itl, 0.9), pct(itl, 0.99));
         std::fflush(stdout);
-        for (const caf::actor &s : sessions) self->send_exit(s, caf::exit_reason::user_shutdown);
+        for (const auto &s : sessions) self->send_exit(s, caf::exit_reason::user_shutdown);
     }
     return true;
 }

@@ -30,7 +30,7 @@ int main(int argc, char **argv) {
     }
 
     caf::scoped_actor self{sys};
-    caf::actor chat = rt->open_session();
+    actorserve::chat_session chat = rt->open_session();
     int rc_exit = 0;
     const char *questions[] = {"What is the capital of France?", "And what river runs through it?"};
     for (int64_t id = 0; id < 2; ++id) {

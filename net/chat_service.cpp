@@ -116,7 +116,7 @@ chat_service::start(const caller &who, std::optional<std::string> session_id, ch
     const auto now = clock::now();
 
     std::unique_lock<std::mutex> lk(mu_);
-    caf::actor session;
+    chat_session session;
     std::string sid, owner = who.principal;
     if (ephemeral) {
         session = rt->open_session();

@@ -85,7 +85,7 @@ private:
 
     struct session_entry {
         std::string owner;
-        caf::actor actor;
+        chat_session actor;
         clock::time_point last_used;
         std::shared_ptr<request_stream> current;
     };

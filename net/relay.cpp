@@ -8,7 +8,7 @@ namespace {
 
 struct relay_st {
     relay_st() = default; // CAF 0.17.6 + C++20 state initialisation (see actors/scheduler.cpp)
-    caf::actor session;
+    chat_session session;
     std::shared_ptr<request_stream> stream;
     int64_t id = 0;
     bool own_session = false;
@@ -17,7 +17,7 @@ struct relay_st {
 
 using self_ptr = caf::stateful_actor<relay_st> *;
 
-caf::behavior relay_actor(self_ptr self, caf::actor session, chat_request req, std::shared_ptr<request_stream> stream,
+caf::behavior relay_actor(self_ptr self, chat_session session, chat_request req, std::shared_ptr<request_stream> stream,
                           bool own_session, bool tokens) {
     auto &st = self->state;
     st.own_session = own_session;
@@ -80,7 +80,7 @@ caf::behavior relay_actor(self_ptr self, caf::actor session, chat_request req, s
 
 } // namespace
 
-caf::actor spawn_relay(caf::actor_system &sys, caf::actor session, chat_request req,
+caf::actor spawn_relay(caf::actor_system &sys, chat_session session, chat_request req,
                        std::shared_ptr<request_stream> stream, bool own_session, bool tokens) {
     return sys.spawn(relay_actor, std::move(session), std::move(req), std::move(stream), own_session, tokens);
 }

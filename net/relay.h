@@ -17,7 +17,7 @@ namespace actorserve {
 // own_session: the session exists for this request alone and ends with it.
 // tokens: append a token event per delta; false (stream: false) keeps only start and the end,
 // so event ids stay consecutive and the stream holds the text once.
-caf::actor spawn_relay(caf::actor_system &sys, caf::actor session, chat_request req,
+caf::actor spawn_relay(caf::actor_system &sys, chat_session session, chat_request req,
                        std::shared_ptr<request_stream> stream, bool own_session, bool tokens);
 
 } // namespace actorserve

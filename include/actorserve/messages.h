@@ -95,6 +95,10 @@ struct chat_error {
     int retry_after_ms = 0;               // with errc::overloaded: when trying again makes sense
 };
 
+// What a client may send a session (runtime::open_session()), and what it must handle in return.
+using chat_session = caf::typed_actor<caf::reacts_to<chat_request>, caf::reacts_to<cancel_atom, int64_t>>;
+using chat_listener = caf::typed_actor<caf::reacts_to<chat_delta>, caf::reacts_to<chat_done>, caf::reacts_to<chat_error>>;
+
 } // namespace actorserve
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorserve::chat_request)

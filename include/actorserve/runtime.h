@@ -6,7 +6,7 @@
 //   caf::actor_system sys{cfg};
 //   std::string err;
 //   auto rt = actorserve::runtime::start(sys, {.model_path = "models/m.gguf"}, err);
-//   caf::actor chat = rt->open_session();
+//   actorserve::chat_session chat = rt->open_session();
 //   self->send(chat, actorserve::chat_request{1, {{"user", "Hello"}}});
 //   // -> chat_delta{1, "Hi"} ... chat_done{1, "stop", ...}   (or one chat_error)
 //
@@ -89,7 +89,7 @@ public:
     runtime(const runtime &) = delete;
     runtime &operator=(const runtime &) = delete;
 
-    caf::actor open_session();        // a new conversation; end it with send_exit
+    chat_session open_session();      // a new conversation; end it with send_exit
     // Where sessions submit: the scheduler, or the placement actor with several devices.
     caf::actor scheduler() const;
     const std::vector<std::string> &devices() const { return device_names_; } // "cpu", "cuda:0", ...

@@ -119,7 +119,7 @@ struct outcome {
     std::optional<chat_error> error;
 };
 
-outcome chat(caf::scoped_actor &self, const caf::actor &session, chat_request r) {
+outcome chat(caf::scoped_actor &self, const chat_session &session, chat_request r) {
     outcome out;
     const int64_t id = r.id;
     self->send(session, std::move(r));
@@ -354,7 +354,7 @@ TEST_CASE("runtime: a chat request with rag is grounded in the knowledge base an
     REQUIRE(in.ok);
 
     const std::string question = "What makes a volcano erupt?";
-    caf::actor s = rt->open_session();
+    actorserve::chat_session s = rt->open_session();
     outcome grounded = chat(self, s, ask(1, {{"user", question}}, rag_options{}));
     REQUIRE_MESSAGE(grounded.done, (grounded.error ? grounded.error->message : ""));
     const chat_done &d = *grounded.done;
@@ -371,7 +371,7 @@ TEST_CASE("runtime: a chat request with rag is grounded in the knowledge base an
     CHECK_FALSE(d.sources[0].flagged);
 
     // the passages were in the prompt: the same question without them is shorter
-    caf::actor plain = rt->open_session();
+    actorserve::chat_session plain = rt->open_session();
     outcome bare = chat(self, plain, ask(2, {{"user", question}}, std::nullopt));
     REQUIRE(bare.done);
     CHECK(bare.done->sources.empty());
@@ -381,7 +381,7 @@ TEST_CASE("runtime: a chat request with rag is grounded in the knowledge base an
     // given the same turns without retrieval renders
     outcome next = chat(self, s, ask(3, {{"user", "And why?"}}, std::nullopt));
     REQUIRE(next.done);
-    caf::actor replay = rt->open_session();
+    actorserve::chat_session replay = rt->open_session();
     outcome same = chat(self, replay, ask(4, {{"user", question}, {"assistant", d.text}, {"user", "And why?"}}, std::nullopt));
     REQUIRE(same.done);
     CHECK(next.done->usage.prompt_tokens == same.done->usage.prompt_tokens);
@@ -429,7 +429,7 @@ TEST_CASE("runtime: a chat request asking for rag on a runtime without it is ref
     REQUIRE_MESSAGE(rt, err);
     CHECK_FALSE(rt->rag());
     caf::scoped_actor self{sys};
-    caf::actor s = rt->open_session();
+    actorserve::chat_session s = rt->open_session();
     outcome r = chat(self, s, ask(1, {{"user", "What makes a volcano erupt?"}}, rag_options{}));
     REQUIRE(r.error);
     // the code the network answers too (404), for the chat field and the /v1/rag routes alike

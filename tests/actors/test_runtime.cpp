@@ -76,7 +76,7 @@ TEST_CASE("runtime: 16 concurrent sessions stream what each streams alone") {
 
     std::map<int64_t, std::string> alone;
     for (int i = 0; i < 16; ++i) {
-        caf::actor s = rt->open_session();
+        actorserve::chat_session s = rt->open_session();
         self->send(s, chat_request{i, {{"user", kQuestions[i]}}, greedy(), 16, {}});
         auto r = collect(self, 1);
         REQUIRE_MESSAGE(r[i].done, "request " << i << ": " << (r[i].error ? r[i].error->message : ""));
@@ -86,7 +86,7 @@ TEST_CASE("runtime: 16 concurrent sessions stream what each streams alone") {
         self->send_exit(s, caf::exit_reason::user_shutdown);
     }
 
-    std::vector<caf::actor> sessions;
+    std::vector<actorserve::chat_session> sessions;
     for (int i = 0; i < 16; ++i) sessions.push_back(rt->open_session());
     for (int i = 0; i < 16; ++i) self->send(sessions[i], chat_request{i, {{"user", kQuestions[i]}}, greedy(), 16, {}});
     auto together = collect(self, 16);
@@ -108,7 +108,7 @@ TEST_CASE("runtime: a session's second turn reuses the first turn's KV blocks") 
     auto rt = runtime::start(sys, small_config(), err);
     REQUIRE_MESSAGE(rt, err);
     caf::scoped_actor self{sys};
-    caf::actor s = rt->open_session();
+    actorserve::chat_session s = rt->open_session();
     self->send(s, chat_request{1, {{"system", "You are a helpful assistant who answers briefly and kindly, in plain words."},
                                    {"user", "What is the capital of France?"}}, greedy(), 24, {}});
     auto first = collect(self, 1);
@@ -131,7 +131,7 @@ TEST_CASE("runtime: cancelling a request ends it with 'cancelled' and frees its 
     auto rt = runtime::start(sys, small_config(), err);
     REQUIRE_MESSAGE(rt, err);
     caf::scoped_actor self{sys};
-    caf::actor s = rt->open_session();
+    actorserve::chat_session s = rt->open_session();
     self->send(s, chat_request{7, {{"user", "Tell me a long story about a dragon."}}, greedy(), 400, {}});
     bool cancelled = false;
     std::optional<chat_done> done;
@@ -177,7 +177,7 @@ TEST_CASE("runtime: a flood of many times the capacity ends every request, done 
     REQUIRE_MESSAGE(rt, err);
     caf::scoped_actor self{sys};
     constexpr int kFlood = 64;
-    std::vector<caf::actor> sessions;
+    std::vector<actorserve::chat_session> sessions;
     for (int i = 0; i < kFlood; ++i) sessions.push_back(rt->open_session());
     for (int i = 0; i < kFlood; ++i)
         self->send(sessions[i], chat_request{i, {{"user", kQuestions[i % 16]}}, greedy(), 4, {}});
@@ -210,7 +210,7 @@ TEST_CASE("runtime: ending a session mid-answer frees its sequence and KV blocks
     auto rt = runtime::start(sys, small_config(), err);
     REQUIRE_MESSAGE(rt, err);
     caf::scoped_actor self{sys};
-    caf::actor s = rt->open_session();
+    actorserve::chat_session s = rt->open_session();
     self->send(s, chat_request{1, {{"user", "Tell me a long story about a dragon."}}, greedy(), 400, {}});
     self->receive([](chat_delta &) {}, caf::after(120s) >> [] { FAIL("no answer"); });
     self->send_exit(s, caf::exit_reason::user_shutdown); // the session ends, its answer unfinished

@@ -53,7 +53,7 @@ std::string over_http(uint16_t port, const json::object &fields, int &status) {
 
 std::string over_api(server_fixture &fx, const std::function<void(chat_request &)> &set) {
     caf::scoped_actor self{fx.sys()};
-    caf::actor s = fx.rt().open_session();
+    actorserve::chat_session s = fx.rt().open_session();
     chat_request r{1, {{"user", "Hi"}}, {}, 2, {}};
     r.sampling.temperature = 0.0f;
     set(r);
