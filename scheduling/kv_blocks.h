@@ -1,10 +1,12 @@
-// Block manager of a paged KV cache with automatic prefix reuse (vLLM's design).
+// The KV block pool of a paged KV cache, with automatic prefix reuse (vLLM's design).
 //
 // KV memory is cut into n_blocks blocks of block_size token positions; this class decides
 // which blocks each sequence uses and never touches the KV itself. A full block whose KV has
-// been computed is registered in a prefix cache under its content: its tokens and the content
-// of every block before it. A later prompt starting with the same tokens reuses those blocks
-// (reference counted) instead of computing them again. Partial blocks are never shared.
+// been computed is registered in the prefix cache (scheduling/prefix_cache.h) under its content:
+// its tokens and the content of every block before it. A later prompt starting with the same
+// tokens reuses those blocks (reference counted) instead of computing them again. Partial blocks
+// are never shared. The pool owns who uses each block and which are free; the prefix cache,
+// what a registered block holds.
 //
 //   admit(id, prompt)      -> table covering the prompt; n_cached leading tokens already done
 //   commit(id, tokens)     after computing KV for the next tokens; full blocks get registered
@@ -15,10 +17,7 @@
 // registered free block released longest ago (its registration is dropped). A sequence's
 // blocks are released last to first, so a prefix loses its tail before its head.
 //
-// note: exact, not probabilistic: each registration has a content id that is never reused,
-// and a block is looked up by (parent's content id, its tokens) compared in full; the 64-bit
-// hash only picks the bucket. A colliding hash or an evicted-then-replaced parent cannot make
-// a lookup return KV computed after other tokens.
+// note: exact, not probabilistic (scheduling/prefix_cache.h says why).
 // note: not thread-safe. One owner (the actor driving the engine) calls it from one thread.
 #pragma once
 
@@ -30,6 +29,8 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "scheduling/prefix_cache.h"
 
 namespace actorserve {
 
@@ -85,7 +86,7 @@ public:
     int n_blocks() const { return static_cast<int>(blocks_.size()); }
     int block_size() const { return block_size_; }
     int n_free() const { return static_cast<int>(free_plain_.size() + free_cached_.size()); } // cached ones too
-    int n_cached_blocks() const { return static_cast<int>(cache_.size()); }                   // registered
+    int n_cached_blocks() const { return prefix_.size(); }                                    // registered
     int ref_cnt(int32_t b) const; // sequences using the block; -1 for an id out of range
     bool has(int64_t id) const { return seqs_.contains(id); }
     std::span<const int32_t> table(int64_t id) const; // empty for an unknown id
@@ -96,9 +97,6 @@ public:
 private:
     struct block {
         int32_t ref_cnt = 0;
-        uint64_t content = 0;  // registration's content id; 0: not registered
-        uint64_t parent = 0;   // content id of the block before it (0: first block of a sequence)
-        uint64_t hash = 0;     // bucket in cache_
         uint64_t freed_at = 0; // LRU stamp while free and registered
     };
     struct sequence {
@@ -107,20 +105,15 @@ private:
         std::vector<uint64_t> content; // (n_tokens / block_size,) content id of each full block
     };
 
-    int32_t find_cached(uint64_t parent, std::span<const int32_t> tokens) const; // -1: miss
-    std::vector<int32_t> match_blocks(std::span<const int32_t> prompt) const;
     int32_t allocate();
     void unref(int32_t b);
-    void unregister(int32_t b);
 
     int block_size_;
     std::vector<block> blocks_;                          // (n_blocks,)
-    std::vector<int32_t> block_tokens_;                  // (n_blocks, block_size) of registered blocks
-    std::unordered_multimap<uint64_t, int32_t> cache_;   // hash -> registered block; <= n_blocks entries
+    prefix_cache prefix_;                                // what the registered blocks hold
     std::set<int32_t> free_plain_;                       // free, not registered: lowest id first
     std::set<std::pair<uint64_t, int32_t>> free_cached_; // free, registered: (freed_at, block), oldest first
     std::unordered_map<int64_t, sequence> seqs_;
-    uint64_t next_content_ = 1;
     uint64_t clock_ = 0;
     int64_t prefix_hit_tokens_ = 0;
     int64_t evictions_ = 0;
