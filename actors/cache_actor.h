@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "actors/cache_messages.h"
-#include "actors/cache_settings.h"
+#include "include/actorserve/cache_settings.h"
 #include "actors/interfaces.h"
 
 namespace actorserve {

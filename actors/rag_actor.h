@@ -24,7 +24,7 @@
 
 #include "actors/interfaces.h"
 #include "actors/rag_messages.h"
-#include "actors/rag_settings.h"
+#include "include/actorserve/rag_settings.h"
 
 namespace actorserve {
 

@@ -15,6 +15,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "include/actorserve/cache_settings.h" // cache_limits
+
 namespace actorserve {
 
 // Milliseconds since the Unix epoch. Wall time, not steady time: expiry times are written to
@@ -25,12 +27,6 @@ inline int64_t system_clock_ms() {
     using namespace std::chrono;
     return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
-
-struct cache_limits {
-    size_t max_entries = 100000;
-    size_t max_bytes = size_t{512} << 20;          // 512 MiB, as counted by each cache's entry_bytes
-    int64_t ttl_ms = int64_t{24} * 3600 * 1000;    // 24 h; <= 0: entries never expire
-};
 
 class lfu_ttl {
 public:

@@ -43,35 +43,13 @@
 #include "cache/near_miss.h"
 #include "store/persist.h"
 #include "cache/request_key.h"
+#include "include/actorserve/cache_settings.h" // semantic_settings
 
 namespace faiss {
 struct Index;
 }
 
 namespace actorserve {
-
-// Chosen by bench/cache_eval on tests/cache/eval_set.jsonl with all-MiniLM-L6-v2: the lowest
-// threshold at which no near miss of the set is served with the guard on (docs/cache.md).
-inline constexpr float kDefaultSemanticThreshold = 0.78f;
-
-enum class semantic_index_kind { flat, hnsw };
-
-struct semantic_settings {
-    int dim = 384;                        // all-MiniLM-L6-v2
-    float threshold = kDefaultSemanticThreshold;
-    bool guard = true;                    // apply the near-miss guard to candidates
-    // WordNet for the guard's antonym check; when null and the guard is on, the cache takes
-    // wordnet::system() (lexicon_note() says when that is absent).
-    std::shared_ptr<const wordnet> lexicon;
-    int top_k = 4;                        // candidates above the threshold offered to the guard
-    semantic_index_kind index = semantic_index_kind::flat;
-    int hnsw_m = 32;                      // graph degree
-    int hnsw_ef_construction = 64;
-    int hnsw_ef_search = 64;              // raised to k when k is larger
-    size_t hnsw_rebuild_min = 64;
-    float hnsw_rebuild_fraction = 0.125f;
-    cache_limits limits;
-};
 
 struct semantic_hit {
     uint64_t id = 0;

@@ -33,12 +33,6 @@ request_problem out_of_range(std::string_view key, std::string what) {
     return {errc::unprocessable, std::string(key) + " " + std::move(what), std::string(key)};
 }
 
-std::string num(double d) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", d);
-    return buf;
-}
-
 } // namespace
 
 std::optional<request_problem> parse_object(simdjson::dom::parser &parser, std::string_view text,

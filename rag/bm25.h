@@ -24,13 +24,9 @@
 #include <utility>
 #include <vector>
 
-namespace actorserve {
+#include "include/actorserve/rag_settings.h" // bm25_settings
 
-struct bm25_settings {
-    float k1 = 1.5f;
-    float b = 0.75f;
-    float epsilon = 0.25f;  // floor for negative idf, as a fraction of the mean idf
-};
+namespace actorserve {
 
 // Lowercased runs of word characters: ASCII letters and digits, '_', and every byte >= 0x80
 // (so a non-ASCII word stays whole; only ASCII letters are lowercased).

@@ -16,14 +16,11 @@
 #include <string_view>
 #include <vector>
 
+#include "include/actorserve/rag_settings.h" // chunk_settings
+
 namespace actorserve {
 
 enum class doc_format { text, markdown };
-
-struct chunk_settings {
-    size_t max_tokens = 200;     // all-MiniLM-L6-v2 reads 256 word pieces, with [CLS]/[SEP]
-    size_t overlap_tokens = 40;  // < max_tokens; 0 for none
-};
 
 struct text_chunk {
     std::string text;            // the chunk's own text, without its heading path

@@ -26,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "include/actorserve/rag_settings.h" // rag_settings
 #include "include/actorserve/retrieval.h" // retrieval_mode, search_filters
 #include "store/persist.h"
 #include "rag/bm25.h"
@@ -39,21 +40,6 @@ struct Index;
 namespace actorserve {
 
 class embedder;
-
-enum class fusion_kind { rrf, weighted };
-struct rag_settings {
-    chunk_settings chunking;
-    bm25_settings bm25;
-    fusion_kind fusion = fusion_kind::rrf;
-    float rrf_k = 60.0f;          // RRF: score = sum over retrievers of w / (rrf_k + rank), rank from 1
-    float bm25_weight = 1.0f;     // RRF and weighted fusion weights
-    float dense_weight = 1.0f;
-    size_t candidates = 50;       // chunks each retriever ranks before fusion
-    size_t max_top_k = 50;
-    size_t max_documents = 100000;
-    size_t max_chunks = 1000000;
-    int dim = 384;
-};
 
 struct search_request {
     std::string query;

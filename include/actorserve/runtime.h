@@ -24,10 +24,8 @@
 #include <string>
 #include <vector>
 
-// note: the settings of the caches and of retrieval are still the internal types (issue 20);
-// everything else here is public or only declared.
-#include "actors/cache_settings.h"
-#include "actors/rag_settings.h"
+#include "include/actorserve/cache_settings.h"
+#include "include/actorserve/rag_settings.h"
 #include "include/actorserve/messages.h"
 #include "include/actorserve/metrics.h"
 #include "include/actorserve/request_check.h"
