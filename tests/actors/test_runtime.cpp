@@ -2,6 +2,7 @@
 // requests get exactly what they get alone, cancellation and floods end every request
 // explicitly, and the KV pool is empty once every session is done.
 #include "tests/support/paths.h"
+#include "tests/support/questions.h"
 #include "tests/support/sampling.h"
 #include <doctest/doctest.h>
 
@@ -12,6 +13,7 @@
 using namespace actorserve;
 using namespace std::chrono_literals;
 using test_support::greedy;
+using test_support::kQuestions;
 
 namespace {
 
@@ -54,14 +56,6 @@ metrics_snapshot metrics_of(caf::scoped_actor &self, runtime &rt) {
         [&](metrics_snapshot &s) { snap = s; }, [&](caf::error &e) { FAIL("metrics: " << caf::to_string(e)); });
     return snap;
 }
-
-const char *kQuestions[] = {
-    "What is the capital of France?", "Name three colours.", "Write a haiku about the sea.",
-    "How many legs does a spider have?", "What is 12 times 12?", "Say hello in Spanish.",
-    "Why is the sky blue?", "List two prime numbers.", "What does a cat say?", "Describe rain in one line.",
-    "Who wrote Hamlet?", "What is water made of?", "Give a synonym for happy.", "What is the opposite of cold?",
-    "Count from one to five.", "What do bees make?",
-};
 
 } // namespace
 

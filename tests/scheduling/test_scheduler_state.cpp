@@ -3,6 +3,7 @@
 // preempts the youngest and recomputes it, and every path ends with all blocks free. Without a
 // model, on tiny settings: each request is counted once by how it ended, and admitted once.
 #include "tests/support/model.h"
+#include "tests/support/questions.h"
 #include "tests/support/sampling.h"
 #include <doctest/doctest.h>
 
@@ -16,6 +17,7 @@
 using namespace actorserve;
 using test_support::default_model;
 using test_support::greedy;
+using test_support::kQuestions;
 
 namespace {
 
@@ -63,14 +65,6 @@ scheduler_settings small_settings() {
 std::vector<int32_t> prompt_of(const std::string &user) {
     return default_model().tok->encode("<|im_start|>user\n" + user + "<|im_end|>\n<|im_start|>assistant\n", true);
 }
-
-const char *kQuestions[] = {
-    "What is the capital of France?", "Name three colours.", "Write a haiku about the sea.",
-    "How many legs does a spider have?", "What is 12 times 12?", "Say hello in Spanish.",
-    "Why is the sky blue?", "List two prime numbers.", "What does a cat say?", "Describe rain in one line.",
-    "Who wrote Hamlet?", "What is water made of?", "Give a synonym for happy.", "What is the opposite of cold?",
-    "Count from one to five.", "What do bees make?",
-};
 
 } // namespace
 
