@@ -12,8 +12,6 @@
 
 namespace actorserve {
 
-class llama_model;
-
 struct context_params {
     int n_ctx = 2048;    // positions a sequence may reach
     int n_batch = 512;   // most tokens one decode() takes (a prompt up to this long is one chunk)
@@ -49,7 +47,7 @@ public:
     virtual void set_blocks(int seq, std::span<const int32_t> table, int n_past) = 0;
     virtual void clear(int seq) = 0;
     virtual int n_past(int seq) const = 0;
-    virtual const llama_model &model() const = 0;
+    virtual int n_vocab() const = 0; // logits per row
 };
 
 } // namespace actorserve

@@ -73,7 +73,8 @@ public:
 
     int n_ctx() const { return slots_.params().n_ctx; }
     int n_seq() const { return slots_.params().n_seq; }
-    const llama_model &model() const override { return model_; }
+    const llama_model &model() const { return model_; }
+    int n_vocab() const override { return n_vocab_; }
     int n_threads() const { return pool_.size(); }
 
 private:

@@ -613,6 +613,7 @@ void gpu_context::clear(int seq) { p_->slots.clear(seq); }
 
 int gpu_context::n_past(int seq) const { return p_->slots.n_past(seq); }
 const llama_model &gpu_context::model() const { return p_->model; }
+int gpu_context::n_vocab() const { return p_->model.hparams().n_vocab; }
 int gpu_context::device() const { return p_->device; }
 void gpu_context::use_graphs(bool on) { p_->graphs = on; }
 bool gpu_context::graphs_in_use() const { return p_->graphs && !p_->graphs_failed; }

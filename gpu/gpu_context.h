@@ -56,7 +56,8 @@ public:
     void set_blocks(int seq, std::span<const int32_t> table, int n_past) override;
     void clear(int seq) override;
     int n_past(int seq = 0) const override;
-    const llama_model &model() const override;
+    const llama_model &model() const;
+    int n_vocab() const override;
 
     // Sequence 0, as llama_context::eval: appends tokens, last one's logits in logits(0).
     bool eval(std::span<const int32_t> tokens, std::string &err);

@@ -39,6 +39,7 @@ void gpu_context::set_blocks(int, std::span<const int32_t>, int) {}
 void gpu_context::clear(int) {}
 int gpu_context::n_past(int) const { return 0; }
 const llama_model &gpu_context::model() const { std::abort(); }
+int gpu_context::n_vocab() const { std::abort(); }
 bool gpu_context::eval(std::span<const int32_t>, std::string &err) {
     err = k_no_cuda;
     return false;

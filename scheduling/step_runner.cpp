@@ -40,7 +40,7 @@ step_result step_runner::run(const step_plan &plan) {
         s.history.insert(s.history.end(), q.tokens.begin(), q.tokens.end());
         if (!q.sample) continue;
         const float *logits = ctx_->logits(static_cast<size_t>(out++));
-        const auto n_vocab = static_cast<size_t>(ctx_->model().hparams().n_vocab);
+        const auto n_vocab = static_cast<size_t>(ctx_->n_vocab());
         r.sampled.emplace_back(q.id, s.smp.sample({logits, n_vocab}, s.history));
     }
     r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
