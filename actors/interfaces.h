@@ -1,6 +1,7 @@
 // What each actor accepts, as CAF typed_actor interfaces: the compiler checks every send and
 // request between the runtime's actors against them. The messages are in actors/protocol.h
-// (sessions, schedulers, executors, metrics), actors/cache_messages.h and actors/rag_messages.h.
+// (sessions, schedulers, executors, metrics) and actors/cache_messages.h; the public ones, and
+// their messages, in include/actorserve/ (metrics_source, chat_session, rag_actor).
 //
 // note: a typed actor may send only to typed handles. Whoever submits to a scheduler or asks the
 // cache is untyped (a session, a test's scoped_actor); the receiver casts the sender to the sink
@@ -14,8 +15,8 @@
 
 #include "actors/cache_messages.h"
 #include "actors/protocol.h"
-#include "actors/rag_messages.h"
 #include "include/actorserve/metrics.h"
+#include "include/actorserve/rag_messages.h"
 
 namespace actorserve {
 
@@ -54,10 +55,6 @@ using cache_actor = caf::typed_actor<caf::reacts_to<lookup_atom, cache_query>, c
 // scheduler and the cache answer it with
 using session_actor = chat_session::extend<caf::reacts_to<gen_event>, caf::reacts_to<cache_reply>>;
 
-// rag (actors/rag_actor.h)
-using rag_actor = caf::typed_actor<caf::replies_to<rag_search>::with<rag_search_reply>,
-                                   caf::replies_to<rag_ingest>::with<rag_ingest_reply>,
-                                   caf::replies_to<delete_atom, std::string>::with<bool>,
-                                   caf::replies_to<get_atom>::with<rag_status>>;
+// rag (actors/rag_actor.h): rag_actor, public, in include/actorserve/rag_messages.h
 
 } // namespace actorserve

@@ -14,7 +14,7 @@
 //   cache     -> metrics    cache_metrics                   after every lookup and store
 //   rag       -> metrics    rag_metrics                     after every search and change
 //
-// The cache and RAG actors' messages are in actors/cache_messages.h and actors/rag_messages.h;
+// The cache and RAG actors' messages are in actors/cache_messages.h and include/actorserve/rag_messages.h;
 // actors/interfaces.h is this table as the compiler sees it: each actor's typed interface.
 #pragma once
 

@@ -17,6 +17,8 @@
 #include "engine/wordpiece.h"
 #include "include/actorserve/messages.h"
 #include "include/actorserve/metrics.h"
+#include "rag/document.h"
+#include "rag/knowledge_base.h"
 
 namespace actorserve {
 

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "actors/interfaces.h"
-#include "actors/rag_messages.h"
+#include "include/actorserve/rag_messages.h"
 #include "include/actorserve/rag_settings.h"
 
 namespace actorserve {

@@ -165,12 +165,8 @@ chat_session runtime::open_session() {
     return spawn_session(sys_, sc, actors_->scheduler);
 }
 
-caf::actor runtime::scheduler() const { return caf::actor_cast<caf::actor>(actors_->scheduler); }
-
 metrics_source runtime::metrics() const { return actors_->metrics; }
 
-caf::actor runtime::cache() const { return caf::actor_cast<caf::actor>(actors_->cache); }
-
-caf::actor runtime::rag() const { return caf::actor_cast<caf::actor>(actors_->rag); }
+rag_actor runtime::rag() const { return actors_->rag; }
 
 } // namespace actorserve

@@ -17,8 +17,8 @@ namespace actorserve {
 // (see net/stream_waker.h): it never keeps a connection alive, and never posts to an io_context
 // that shutdown has destroyed. An error the actor sends (rag_error: overloaded) keeps its code;
 // another CAF error (the actor gone, the deadline passed) becomes a 503 or a 500.
-template <class Reply, class... Ts>
-void http_session::ask_actor(caf::actor to, std::chrono::seconds timeout,
+template <class Reply, class Handle, class... Ts>
+void http_session::ask_actor(Handle to, std::chrono::seconds timeout,
                              std::function<void(http_session &, Reply &)> on_reply,
                              std::function<void(http_session &, const std::string &why)> on_error, Ts &&...msg) {
     using handler = std::function<void(http_session &)>;
@@ -40,7 +40,7 @@ void http_session::ask_actor(caf::actor to, std::chrono::seconds timeout,
     // actor spawned with no arguments from a null shared_ptr<tuple<>> that it dereferences,
     // which UBSan reports.
     srv_->sys.spawn([timeout, deliver, on_reply = std::move(on_reply), on_error = std::move(on_error), retry_ms,
-                     args = std::make_tuple(std::forward<Ts>(msg)...)](caf::event_based_actor *self, caf::actor target) mutable {
+                     args = std::make_tuple(std::forward<Ts>(msg)...)](caf::event_based_actor *self, Handle target) mutable {
         std::apply(
             [&](auto &...a) {
                 self->request(target, timeout, std::move(a)...)

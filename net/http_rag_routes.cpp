@@ -22,7 +22,7 @@ rag_limits limits_of(const server_config &cfg) {
 void http_session::route_rag(const request &req) {
     runtime *rt = srv_->service.rt();
     if (!rt) return respond_error(errc::overloaded, "the model is still loading", {}, 1000);
-    caf::actor rag = rt->rag();
+    rag_actor rag = rt->rag();
     if (!rag) {
         request_problem p = rag_unavailable();
         return respond_error(p.code, p.message);

@@ -57,8 +57,10 @@ private:
     // API's answers, a 503 or a 500 naming the knowledge base) hears why no reply came.
     void route_rag(const request &req);
     void respond_metrics(const metrics_snapshot &snap);
-    template <class Reply, class... Ts>
-    void ask_actor(caf::actor target, std::chrono::seconds timeout, std::function<void(http_session &, Reply &)> on_reply,
+    // Handle: a typed actor handle (rag_actor, metrics_source), so the compiler checks that the
+    // target accepts msg and answers Reply.
+    template <class Reply, class Handle, class... Ts>
+    void ask_actor(Handle target, std::chrono::seconds timeout, std::function<void(http_session &, Reply &)> on_reply,
                    std::function<void(http_session &, const std::string &why)> on_error, Ts &&...msg);
     void pump();
     void write_raw(std::string bytes);

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 
+#include "rag/document.h"
+
 namespace actorserve {
 
 namespace {
@@ -284,7 +286,7 @@ std::string render_rag_ingest(const rag_ingest_reply &r) {
 
 std::string render_rag_documents(const rag_status &s) {
     boost::json::array docs;
-    for (const knowledge_base::doc_info &d : s.documents)
+    for (const document_info &d : s.documents)
         docs.emplace_back(boost::json::object{{"id", d.id},
                                               {"source", d.meta.source},
                                               {"title", d.meta.title},

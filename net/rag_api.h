@@ -1,5 +1,5 @@
 // The retrieval API's bodies (docs/api.md): POST /v1/rag/documents and POST /v1/rag/search read
-// into the RAG actor's messages (actors/rag_actor.h), the "rag" field of a chat request read into
+// into the RAG actor's messages (include/actorserve/rag_messages.h), the "rag" field of a chat request read into
 // rag_options, and the actor's replies rendered as JSON. Parsing only: no actor is asked here.
 //
 // Problems name the field as the client spelled it ("documents[2]: text is missing",
@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "actors/rag_actor.h"
+#include "include/actorserve/rag_messages.h"
 #include "include/actorserve/messages.h"
 #include "net/json_request.h"
 

@@ -17,10 +17,9 @@
 #include <vector>
 
 #include "include/actorserve/rag_settings.h" // chunk_settings
+#include "include/actorserve/retrieval.h" // doc_format
 
 namespace actorserve {
-
-enum class doc_format { text, markdown };
 
 struct text_chunk {
     std::string text;            // the chunk's own text, without its heading path

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "include/actorserve/retrieval.h" // doc_metadata, document_input
 #include "rag/chunker.h"
 
 namespace actorserve {
@@ -25,20 +26,6 @@ inline constexpr size_t kMaxDocumentBytes = size_t{8} << 20;  // 8 MiB of text
 inline constexpr size_t kMaxDocIdBytes = 512;
 inline constexpr size_t kMaxTags = 32;
 inline constexpr size_t kMaxTagBytes = 64;
-
-struct doc_metadata {
-    std::string source;              // where it came from (path, URL); shown in citations
-    std::string title;
-    std::vector<std::string> tags;
-    int64_t timestamp = 0;           // Unix seconds; 0 = none (never matches a time filter)
-};
-
-struct document_input {
-    std::string id;
-    std::string text;
-    doc_format format = doc_format::text;
-    doc_metadata meta;
-};
 
 // "" if the document is acceptable, else the problem, naming the field ("text is not valid
 // UTF-8 (byte 17)", "id is empty", "tags: more than 32", "text: 9000000 bytes, over the 8 MiB limit").

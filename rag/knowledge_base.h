@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "include/actorserve/rag_settings.h" // rag_settings
-#include "include/actorserve/retrieval.h" // retrieval_mode, search_filters
+#include "include/actorserve/retrieval.h" // search_request, passage, document_info, kb_stats
 #include "store/persist.h"
 #include "rag/bm25.h"
 #include "rag/chunker.h"
@@ -40,28 +40,6 @@ struct Index;
 namespace actorserve {
 
 class embedder;
-
-struct search_request {
-    std::string query;
-    size_t top_k = 5;
-    search_filters filters;
-    retrieval_mode mode = retrieval_mode::hybrid;
-};
-
-struct passage {
-    uint64_t chunk_id = 0;
-    std::string doc_id;
-    uint32_t chunk_index = 0;      // position of the chunk in its document, from 0
-    std::string source, title, heading, text;
-    std::vector<std::string> tags;
-    int64_t timestamp = 0;
-    size_t tokens = 0;             // the chunker's count
-    float score = 0.0f;            // fused (or the single retriever's) score, higher is better
-    float bm25_score = 0.0f;       // 0 when BM25 did not rank it
-    float dense_score = 0.0f;      // cosine; 0 when dense did not rank it
-    int bm25_rank = 0;             // 1-based rank among BM25's candidates, 0 = not ranked
-    int dense_rank = 0;
-};
 
 struct prepared_chunk {
     text_chunk chunk;
@@ -91,11 +69,6 @@ struct commit_result {
     std::string error;             // for rejected: limits, wrong dimension
 };
 
-struct kb_stats {
-    size_t documents = 0, chunks = 0, terms = 0, bytes = 0;
-    uint64_t searches = 0, commits = 0, deletes = 0;
-};
-
 class knowledge_base {
 public:
     explicit knowledge_base(rag_settings s = {});
@@ -115,13 +88,7 @@ public:
     bool search(const search_request &req, const std::vector<float> &query_vec, std::vector<passage> &out,
                 std::string &err);
 
-    struct doc_info {
-        std::string id;
-        doc_metadata meta;
-        uint64_t content_hash = 0;
-        size_t chunks = 0;
-        size_t bytes = 0;
-    };
+    using doc_info = document_info;
     std::optional<doc_info> document(const std::string &doc_id) const;
     std::vector<doc_info> documents() const;   // sorted by id
 

@@ -28,6 +28,7 @@
 #include "include/actorserve/rag_settings.h"
 #include "include/actorserve/messages.h"
 #include "include/actorserve/metrics.h"
+#include "include/actorserve/rag_messages.h"
 #include "include/actorserve/request_check.h"
 
 namespace actorserve {
@@ -88,12 +89,9 @@ public:
     runtime &operator=(const runtime &) = delete;
 
     chat_session open_session();      // a new conversation; end it with send_exit
-    // Where sessions submit: the scheduler, or the placement actor with several devices.
-    caf::actor scheduler() const;
     const std::vector<std::string> &devices() const { return device_names_; } // "cpu", "cuda:0", ...
     metrics_source metrics() const;                    // (get_atom) => metrics_snapshot
-    caf::actor cache() const;                          // null when the caches are off
-    caf::actor rag() const;                            // null when retrieval is off (actors/rag_actor.h)
+    rag_actor rag() const;                             // null when retrieval is off (include/actorserve/rag_messages.h)
     // What start-up did that an operator should read (caches and knowledge base loaded, set
     // aside, turned off).
     const std::vector<std::string> &notes() const { return notes_; }

@@ -13,6 +13,7 @@
 #include "actors/metrics.h"
 #include "actors/rag_actor.h"
 #include "include/actorserve/runtime.h"
+#include "rag/document.h"
 
 using namespace actorserve;
 using namespace std::chrono_literals;
@@ -56,7 +57,7 @@ rag_runtime_settings settings(const std::string &file) {
     return s;
 }
 
-rag_ingest_reply ingest(caf::scoped_actor &self, const caf::actor &rag, std::vector<document_input> docs) {
+rag_ingest_reply ingest(caf::scoped_actor &self, const rag_actor &rag, std::vector<document_input> docs) {
     rag_ingest_reply out;
     self->request(rag, 120s, rag_ingest{std::move(docs)})
         .receive([&](rag_ingest_reply &r) { out = std::move(r); },
@@ -64,7 +65,7 @@ rag_ingest_reply ingest(caf::scoped_actor &self, const caf::actor &rag, std::vec
     return out;
 }
 
-rag_search_reply search(caf::scoped_actor &self, const caf::actor &rag, search_request req) {
+rag_search_reply search(caf::scoped_actor &self, const rag_actor &rag, search_request req) {
     rag_search_reply out;
     self->request(rag, 60s, rag_search{std::move(req)})
         .receive([&](rag_search_reply &r) { out = std::move(r); },
@@ -80,14 +81,14 @@ search_request query(const std::string &q, size_t top_k, retrieval_mode mode = r
     return r;
 }
 
-bool remove(caf::scoped_actor &self, const caf::actor &rag, const std::string &id) {
+bool remove(caf::scoped_actor &self, const rag_actor &rag, const std::string &id) {
     bool out = false;
     self->request(rag, 60s, delete_atom::value, id)
         .receive([&](bool removed) { out = removed; }, [&](caf::error &e) { FAIL("delete: " << caf::to_string(e)); });
     return out;
 }
 
-rag_status status_of(caf::scoped_actor &self, const caf::actor &rag) {
+rag_status status_of(caf::scoped_actor &self, const rag_actor &rag) {
     rag_status out;
     self->request(rag, 60s, get_atom::value)
         .receive([&](rag_status &s) { out = std::move(s); }, [&](caf::error &e) { FAIL("status: " << caf::to_string(e)); });
@@ -162,7 +163,7 @@ TEST_CASE("rag actor: documents are added, unchanged, replaced, found by query a
     caf::scoped_actor self{sys};
     metrics_actor metrics = spawn_metrics(sys, std::chrono::milliseconds(5000));
     std::vector<std::string> notes;
-    caf::actor rag = caf::actor_cast<caf::actor>(spawn_rag(sys, settings(file), metrics, notes));
+    rag_actor rag = spawn_rag(sys, settings(file), metrics, notes);
     REQUIRE_MESSAGE(rag, (notes.empty() ? "" : notes.back()));
     REQUIRE(notes.size() == 1);
     CHECK(notes[0] == "knowledge base: " + file + " not found, starting empty");
@@ -255,7 +256,7 @@ TEST_CASE("rag actor: documents are added, unchanged, replaced, found by query a
     // the next start finds what was committed, and searches it without ingesting again
     self->send_exit(rag, caf::exit_reason::user_shutdown);
     notes.clear();
-    caf::actor reloaded = caf::actor_cast<caf::actor>(spawn_rag(sys, settings(file), metrics_actor{}, notes));
+    rag_actor reloaded = spawn_rag(sys, settings(file), metrics_actor{}, notes);
     REQUIRE(reloaded);
     REQUIRE(notes.size() == 1);
     CHECK(notes[0] == "knowledge base: 3 documents / 3 chunks loaded from " + file);
@@ -277,7 +278,7 @@ TEST_CASE("rag actor: a flood over the mailbox limit is answered request by requ
     rag_runtime_settings s = settings("");
     s.mailbox_limit = 2;
     std::vector<std::string> notes;
-    caf::actor rag = caf::actor_cast<caf::actor>(spawn_rag(sys, s, metrics, notes));
+    rag_actor rag = spawn_rag(sys, s, metrics, notes);
     REQUIRE(rag);
     CHECK(notes == std::vector<std::string>{"knowledge base kept in memory only (no file)"});
     // Each hybrid search embeds its query (milliseconds); the whole flood is sent in microseconds.

@@ -1,5 +1,7 @@
-// The RAG actor's messages (actors/rag_actor.h has the protocol, actors/interfaces.h its typed
-// interface).
+// The RAG actor's messages and its typed interface, rag_actor: what runtime::rag() hands a
+// program (include/actorserve/runtime.h) and what the server's retrieval API asks
+// (actors/rag_actor.h has the protocol). The types they carry are in
+// include/actorserve/retrieval.h.
 #pragma once
 
 #include <caf/all.hpp>
@@ -9,7 +11,8 @@
 #include <vector>
 
 #include "include/actorserve/errc.h"
-#include "rag/knowledge_base.h"
+#include "include/actorserve/messages.h" // get_atom
+#include "include/actorserve/retrieval.h"
 
 namespace actorserve {
 
@@ -47,13 +50,19 @@ struct rag_ingest_reply {
 
 struct rag_status {
     kb_stats stats;
-    std::vector<knowledge_base::doc_info> documents;
+    std::vector<document_info> documents;
 };
 
 // The error a (delete_atom, doc_id) request is answered with when it is refused (overloaded) or
 // the actor stops first: category "actorserve", code = the errc. A dead actor's requests fail
 // with CAF's own errors (sec::request_receiver_down) instead.
 inline caf::error rag_error(errc e) { return caf::error(static_cast<uint8_t>(e), caf::atom("actorserve")); }
+
+// The RAG actor (null when retrieval is off).
+using rag_actor = caf::typed_actor<caf::replies_to<rag_search>::with<rag_search_reply>,
+                                   caf::replies_to<rag_ingest>::with<rag_ingest_reply>,
+                                   caf::replies_to<delete_atom, std::string>::with<bool>,
+                                   caf::replies_to<get_atom>::with<rag_status>>;
 
 } // namespace actorserve
 
