@@ -1,6 +1,7 @@
 #include "include/actorserve/runtime.h"
 
 #include "actors/cache_actor.h"
+#include "actors/embed_actor.h"
 #include "actors/executor.h"
 #include "actors/metrics.h"
 #include "actors/placement.h"
@@ -23,6 +24,7 @@ struct runtime::actors {
     metrics_actor metrics;
     cache_actor cache;                     // null when the caches are off
     rag_actor rag;                         // null when retrieval is off
+    embed_actor embeddings;                // null when embeddings are off
 };
 
 scheduler_settings runtime_config::settings(const llama_hparams &hp) const {
@@ -137,6 +139,9 @@ std::unique_ptr<runtime> runtime::start(caf::actor_system &sys, const runtime_co
             return nullptr;
         }
     }
+    // An auxiliary endpoint: without its model the runtime serves chat and says why
+    // /v1/embeddings is off.
+    if (cfg.embeddings.enabled) a.embeddings = spawn_embeddings(sys, cfg.embeddings, rt->notes_);
     return rt;
 }
 
@@ -148,6 +153,7 @@ runtime::~runtime() {
         caf::anon_send_exit(actors_->metrics, caf::exit_reason::user_shutdown);
         if (actors_->cache) caf::anon_send_exit(actors_->cache, caf::exit_reason::user_shutdown);
         if (actors_->rag) caf::anon_send_exit(actors_->rag, caf::exit_reason::user_shutdown);
+        if (actors_->embeddings) caf::anon_send_exit(actors_->embeddings, caf::exit_reason::user_shutdown);
     }
 }
 
@@ -168,5 +174,7 @@ chat_session runtime::open_session() {
 metrics_source runtime::metrics() const { return actors_->metrics; }
 
 rag_actor runtime::rag() const { return actors_->rag; }
+
+embed_actor runtime::embeddings() const { return actors_->embeddings; }
 
 } // namespace actorserve

@@ -144,6 +144,12 @@ std::vector<float> embedder::embed(std::string_view text) {
     return std::move(out[0]);
 }
 
+size_t embedder::count_tokens(std::string_view text) const {
+    std::vector<int32_t> ids;
+    std::string err;
+    return impl_->tok->encode(text, impl_->max_tokens, ids, err) ? ids.size() : 0;
+}
+
 std::vector<std::vector<float>> embedder::embed_batch(const std::vector<std::string> &texts) {
     impl &m = *impl_;
     m.error.clear();

@@ -28,6 +28,10 @@ public:
     // embed() of each text in turn: result[i] == embed(texts[i]), empty where that text failed.
     std::vector<std::vector<float>> embed_batch(const std::vector<std::string> &texts);
 
+    // Word pieces the model reads of text, [CLS] and [SEP] included, after truncation to its
+    // longest sequence; 0 when text is not well-formed UTF-8.
+    size_t count_tokens(std::string_view text) const;
+
     // Why the last embed/embed_batch call gave an empty vector ("" when none did).
     const std::string &last_error() const;
 

@@ -79,10 +79,10 @@ bool load_config_file(const std::string &path, server_config &cfg, std::string &
         err = path + ":" + std::to_string(e.source().begin.line) + ": " + std::string(e.description());
         return false;
     }
-    static const std::set<std::string> tables{"server", "sessions", "model", "scheduler", "cache", "rag"};
+    static const std::set<std::string> tables{"server", "sessions", "model", "scheduler", "cache", "rag", "embeddings"};
     for (const auto &[k, v] : root)
         if (!tables.count(std::string(k.str()))) {
-            err = path + ": [" + std::string(k.str()) + "] is not a settings table (server, sessions, model, scheduler, cache, rag)";
+            err = path + ": [" + std::string(k.str()) + "] is not a settings table (server, sessions, model, scheduler, cache, rag, embeddings)";
             return false;
         }
     std::string e;
@@ -205,6 +205,17 @@ bool load_config_file(const std::string &path, server_config &cfg, std::string &
         t.get<std::string>("embed_model_dir", r.embed_model_dir);
         t.done();
     }
+    {
+        table_reader t(root, "embeddings", e);
+        embedding_settings &m = cfg.runtime.embeddings;
+        t.get<bool>("enabled", m.enabled);
+        t.get<std::string>("model_dir", m.model_dir);
+        t.get<std::string>("model_id", m.model_id);
+        t.get<int64_t>("max_inputs", m.max_inputs);
+        t.get<int64_t>("mailbox_limit", m.mailbox_limit);
+        t.get<int64_t>("threads", m.threads);
+        t.done();
+    }
     if (!e.empty()) {
         err = path + ": " + e;
         return false;
@@ -274,6 +285,14 @@ bool validate(const server_config &c, std::string &err) {
         if (c.rag_max_body_bytes < 1024)
             return bad("rag.max_body_bytes must be >= 1024, got " + std::to_string(c.rag_max_body_bytes));
         if (r.embed_model_dir.empty()) return bad("rag.embed_model_dir is not set (the embedding model is needed)");
+    }
+    const embedding_settings &m = c.runtime.embeddings;
+    if (m.enabled) {
+        if (m.model_id.empty()) return bad("embeddings.model_id must not be empty");
+        if (m.max_inputs < 1 || m.max_inputs > 2048)
+            return bad("embeddings.max_inputs must be in [1, 2048], got " + std::to_string(m.max_inputs));
+        if (m.mailbox_limit < 1) return bad("embeddings.mailbox_limit must be >= 1");
+        if (m.threads < 1 || m.threads > 64) return bad("embeddings.threads must be in [1, 64], got " + std::to_string(m.threads));
     }
     return true;
 }

@@ -192,13 +192,14 @@ void http_session::route(request &&req) {
         return respond(http::status::service_unavailable, R"({"status":"loading"})");
     }
 
-    const bool api = path_ == "/metrics" || path_.rfind("/v1/", 0) == 0;
+    const bool tokens = path_ == "/tokenize" || path_ == "/detokenize";
+    const bool api = path_ == "/metrics" || tokens || path_.rfind("/v1/", 0) == 0;
     if (api)
         if (auto p = check_key(srv_->api_keys, authz, std::nullopt)) return respond_error(p->code, p->message);
     // A JSON body, always: a page of another site can send text/plain or a form without asking
     // first, but application/json only after a CORS preflight, which is refused to it.
     const bool takes_json = path_ == "/v1/chat/completions" || path_ == "/v1/completions" ||
-                            path_ == "/v1/rag/documents" || path_ == "/v1/rag/search";
+                            path_ == "/v1/rag/documents" || path_ == "/v1/rag/search" || path_ == "/v1/embeddings" || tokens;
     if (post && takes_json && !is_json_media_type(req[http::field::content_type]))
         return respond_error(errc::unsupported_media,
                              req[http::field::content_type].empty()
@@ -212,7 +213,7 @@ void http_session::route(request &&req) {
         // The runtime's figures come from its metrics actor; a scrape that gets no answer in
         // 2 s still gets the server's own (and the runtime's as zeros), as before.
         return ask_actor<metrics_snapshot>(
-            caf::actor_cast<caf::actor>(rt->metrics()), std::chrono::seconds(2),
+            rt->metrics(), std::chrono::seconds(2),
             [](http_session &s, metrics_snapshot &m) { s.respond_metrics(m); },
             [](http_session &s, const std::string &why) {
                 spdlog::warn("/metrics: the metrics actor did not answer ({})", why);
@@ -224,6 +225,8 @@ void http_session::route(request &&req) {
     if (path_ == "/v1/chat/completions" && post) return start_completion(true, req);
     if (path_ == "/v1/completions" && post) return start_completion(false, req);
     if (path_.rfind("/v1/rag/", 0) == 0) return route_rag(req);
+    if (tokens) return route_tokenize(req);
+    if (path_ == "/v1/embeddings") return route_embeddings(req);
     if (path_ == "/metrics" || path_ == "/v1/models" || path_ == "/v1/chat/completions" || path_ == "/v1/completions") {
         keep_alive_ = false;
         return respond(http::status::method_not_allowed,

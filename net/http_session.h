@@ -56,6 +56,8 @@ private:
     // ask_actor, never by blocking this connection's I/O thread. on_error (null: the retrieval
     // API's answers, a 503 or a 500 naming the knowledge base) hears why no reply came.
     void route_rag(const request &req);
+    void route_tokenize(const request &req);   // /tokenize and /detokenize (net/http_token_routes.cpp)
+    void route_embeddings(const request &req); // /v1/embeddings (net/http_embed_routes.cpp)
     void respond_metrics(const metrics_snapshot &snap);
     // Handle: a typed actor handle (rag_actor, metrics_source), so the compiler checks that the
     // target accepts msg and answers Reply.

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "include/actorserve/cache_settings.h"
+#include "include/actorserve/embed_messages.h"
 #include "include/actorserve/rag_settings.h"
 #include "include/actorserve/messages.h"
 #include "include/actorserve/metrics.h"
@@ -60,6 +61,7 @@ struct runtime_config {
     int max_tokens_limit = 2048;    // a request's max_tokens is at most this
     cache_settings cache;           // the answer caches; off unless cache.enabled
     rag_runtime_settings rag;       // retrieval (the RAG actor); off unless rag.enabled
+    embedding_settings embeddings;  // the embeddings actor; off unless embeddings.enabled
     std::string model_name;         // names the model to the caches; "": the file's stem
 
     // What check_request allows a request (include/actorserve/request_check.h).
@@ -92,6 +94,7 @@ public:
     const std::vector<std::string> &devices() const { return device_names_; } // "cpu", "cuda:0", ...
     metrics_source metrics() const;                    // (get_atom) => metrics_snapshot
     rag_actor rag() const;                             // null when retrieval is off (include/actorserve/rag_messages.h)
+    embed_actor embeddings() const;                    // null when embeddings are off (include/actorserve/embed_messages.h)
     // What start-up did that an operator should read (caches and knowledge base loaded, set
     // aside, turned off).
     const std::vector<std::string> &notes() const { return notes_; }

@@ -280,6 +280,118 @@ def _():
     print(f"     {len(sources)} sources; text: {r.choices[0].message.content!r}")
 
 
+# -------------------------------------------------------------- embeddings --
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
+
+
+def fixture_embeddings(n):
+    """The first n (text, vector) cases sentence-transformers computed (scripts/gen_reference.py)."""
+    with open(os.path.join(FIXTURES, "embeddings_minilm.json")) as f:
+        cases = json.load(f)["cases"]
+    return [(c["text"], c["embedding"]) for c in cases[:n]]
+
+
+def cosine(a, b):
+    dot = sum(x * y for x, y in zip(a, b))
+    na = sum(x * x for x in a) ** 0.5
+    nb = sum(y * y for y in b) ** 0.5
+    return dot / (na * nb)
+
+
+@check("embeddings.create (base64, the client's default) matches sentence-transformers, in input order")
+def _():
+    cases = fixture_embeddings(16)
+    r = client.embeddings.create(model="all-MiniLM-L6-v2", input=[t for t, _ in cases])
+    assert r.model == "all-MiniLM-L6-v2", f"model is {r.model!r}"
+    assert [d.index for d in r.data] == list(range(len(cases))), f"indexes {[d.index for d in r.data]}"
+    worst = 1.0
+    for (text, ref), d in zip(cases, r.data):
+        assert len(d.embedding) == 384, f"{len(d.embedding)} dimensions for {text!r}"
+        c = cosine(d.embedding, ref)
+        worst = min(worst, c)
+        assert c >= 0.999, f"cosine {c:.5f} against sentence-transformers for {text!r}"
+    assert r.usage.prompt_tokens > 2 * len(cases), f"usage.prompt_tokens = {r.usage.prompt_tokens}"
+    assert r.usage.total_tokens == r.usage.prompt_tokens, f"usage {r.usage}"
+    state["embeddings"] = [d.embedding for d in r.data]
+    print(f"     {len(cases)} texts, worst cosine {worst:.6f}, {r.usage.prompt_tokens} tokens")
+
+
+@check("embeddings.create float format: the same float32 values as base64, one text alone as in a batch")
+def _():
+    cases = fixture_embeddings(3)
+    r = client.embeddings.create(model="all-MiniLM-L6-v2", input=cases[1][0], encoding_format="float")
+    assert len(r.data) == 1, f"{len(r.data)} embeddings for one text"
+    got = r.data[0].embedding
+    want = state["embeddings"][1]
+    diff = max(abs(a - b) for a, b in zip(got, want))
+    assert diff < 1e-6, f"float and base64 (batched) vectors differ by {diff}"
+
+
+@check("embeddings errors: another model 404, token ids 400, too many texts 400, dimensions 400")
+def _():
+    try:
+        client.embeddings.create(model="text-embedding-3-small", input="hi")
+        raise AssertionError("another model was accepted")
+    except openai.NotFoundError as e:
+        assert "all-MiniLM-L6-v2" in str(e), f"message does not name the served model: {e}"
+    for body, param in ((["ok", [1, 2, 3]], "input[1]"), (["x"] * 257, "input")):
+        try:
+            client.embeddings.create(model="all-MiniLM-L6-v2", input=body)
+            raise AssertionError(f"input {body!r} was accepted")
+        except openai.BadRequestError as e:
+            assert e.body and e.body.get("param") == param, f"param {e.body!r}, expected {param}"
+    try:
+        client.embeddings.create(model="all-MiniLM-L6-v2", input="hi", dimensions=128)
+        raise AssertionError("dimensions=128 was accepted")
+    except openai.BadRequestError as e:
+        assert "384" in str(e), f"message does not say the model's dimensions: {e}"
+
+
+# -------------------------------------------------------- tokenize, detokenize --
+def post_json(path, obj):
+    status, _, raw = http("POST", path, json.dumps(obj).encode(), {"Content-Type": "application/json"})
+    return status, json.loads(raw)
+
+
+@check("POST /tokenize gives llama.cpp's ids and /detokenize gives the text back")
+def _():
+    with open(os.path.join(FIXTURES, "tokenizer_smollm2.jsonl")) as f:
+        cases = [json.loads(line) for line in f][:40]
+    for c in cases:
+        status, body = post_json("/tokenize", {"content": c["text"]})
+        assert status == 200, f"status {status}: {body}"
+        assert body["tokens"] == c["ids"], f"{c['text']!r}: {body['tokens']} != llama.cpp's {c['ids']}"
+        status, body = post_json("/detokenize", {"tokens": c["ids"]})
+        assert status == 200, f"status {status}: {body}"
+        assert body["content"] == c["text"], f"detokenize gave {body['content']!r}, expected {c['text']!r}"
+    print(f"     {len(cases)} texts")
+
+
+@check("POST /tokenize with_pieces: each piece is its text, or its bytes inside a character")
+def _():
+    status, body = post_json("/tokenize", {"content": "<|im_start|>héllo 😀", "with_pieces": True})
+    assert status == 200, f"status {status}: {body}"
+    toks = body["tokens"]
+    assert toks[0]["piece"] == "<|im_start|>", f"first piece {toks[0]}"
+    joined = b""
+    for t in toks:
+        p = t["piece"]
+        joined += p.encode() if isinstance(p, str) else bytes(p)
+    assert joined.decode() == "<|im_start|>héllo 😀", f"pieces join to {joined!r}"
+    status, body = post_json("/tokenize", {"content": "<|im_start|>", "parse_special": False})
+    assert status == 200 and len(body["tokens"]) > 1, f"parse_special false kept the control token: {body}"
+
+
+@check("POST /detokenize and /tokenize refuse bad bodies naming the field")
+def _():
+    status, body = post_json("/detokenize", {"tokens": [1, 99999999]})
+    assert status == 400 and "tokens[1]" in body["error"]["message"], f"{status}: {body}"
+    status, body = post_json("/tokenize", {"text": "hi"})
+    assert status == 400 and body["error"]["param"] == "text", f"{status}: {body}"
+    status, body = post_json("/tokenize", {})
+    assert status == 400 and body["error"]["param"] == "content", f"{status}: {body}"
+
+
 # ------------------------------------------------------- health, metrics --
 @check("GET /health: 200 {\"status\": \"ok\"}")
 def _():
