@@ -105,7 +105,7 @@ std::optional<service_error> chat_service::make_room_for_request(const std::stri
 
 std::variant<std::shared_ptr<request_stream>, service_error>
 chat_service::start(const caller &who, std::optional<std::string> session_id, chat_request req, bool ephemeral,
-                    bool tokens) {
+                    bool tokens, bool retain, std::optional<std::string> request_id) {
     runtime *rt = rt_.load();
     if (!rt) return service_error{errc::overloaded, "the model is still loading", 1000};
     if (draining_) return service_error{errc::overloaded, "the server is shutting down", 0};
@@ -141,10 +141,12 @@ chat_service::start(const caller &who, std::optional<std::string> session_id, ch
         session = rt->open_session();
         sid = random_id("s-");
     }
-    if (!ephemeral)
+    const bool retained = !ephemeral || retain;
+    if (retained)
         if (auto refused = make_room_for_request(owner)) return *refused;
 
-    auto stream = std::make_shared<request_stream>(random_id("r-"), sid, ephemeral ? std::string() : owner);
+    auto stream = std::make_shared<request_stream>(request_id ? std::move(*request_id) : random_id("r-"), sid,
+                                                   retained ? owner : std::string());
     stream->append(stream_event{}); // kind start
     size_t bytes = 0;
     for (const chat_message &m : req.messages) bytes += m.content.size();
@@ -158,7 +160,9 @@ chat_service::start(const caller &who, std::optional<std::string> session_id, ch
         spdlog::info("chat request: {} messages, {} bytes", req.messages.size(), bytes);
     }
     stream->set_relay(spawn_relay(sys_, session, std::move(req), stream, ephemeral, tokens));
-    if (ephemeral) {
+    if (ephemeral && retain) {
+        requests_[stream->request_id()] = stream; // its session ends with the request (the relay's)
+    } else if (ephemeral) {
         ephemeral_[stream.get()] = stream;
     } else {
         requests_[stream->request_id()] = stream;

@@ -33,7 +33,8 @@ struct service_error {
 // "conn:<resume token>", the secret of the WebSocket connection that created it, which its
 // start events show as resume_token. Only its owner may resume it, cancel it or continue it:
 // the same principal, or (keys off) whoever presents the resume token. HTTP requests belong to
-// nobody: they are not retained and cannot be named.
+// nobody and are not retained, except OpenAI streams: they belong to the key, or (keys off) to a
+// secret of their own that the stream's resume URL carries.
 struct caller {
     std::string principal;
     std::optional<std::string> token; // a resume_token given with the message
@@ -55,13 +56,17 @@ public:
 
     // Starts a request. session_id: continue that conversation; nullopt: a new named session
     // (WebSocket); ephemeral: a session for this request alone, not retained for resume (HTTP).
-    // tokens: false keeps no token events (the answer comes whole in done). The stream's first
-    // event (start) is appended here.
+    // tokens: false keeps no token events (the answer comes whole in done). retain (with
+    // ephemeral): the session is the request's alone but the request is retained for resume, as
+    // an OpenAI stream is (GET /v1/streams/{id}). request_id: the id to give it (random, "r-..."),
+    // when the caller needs it first; nullopt: a new one. The stream's first event (start) is
+    // appended here.
     // Quotas: one principal holds at most sessions.max_per_client sessions and
     // max_retained_per_client retained requests, and at its quota makes room among its own;
     // when the server's caps are reached, room is made among the largest holder's.
     std::variant<std::shared_ptr<request_stream>, service_error>
-    start(const caller &who, std::optional<std::string> session_id, chat_request req, bool ephemeral, bool tokens);
+    start(const caller &who, std::optional<std::string> session_id, chat_request req, bool ephemeral, bool tokens,
+          bool retain = false, std::optional<std::string> request_id = std::nullopt);
 
     // A retained request that `who` owns: not_found when unknown, forbidden when another's.
     std::variant<std::shared_ptr<request_stream>, service_error> find(const std::string &request_id, const caller &who);

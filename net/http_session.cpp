@@ -25,7 +25,8 @@ std::string_view path_of(std::string_view target) { return target.substr(0, targ
 } // namespace
 
 http_session::http_session(asio::ip::tcp::socket &&socket, std::shared_ptr<server_impl> srv, bool refuse)
-    : stream_(std::move(socket)), srv_(std::move(srv)), refuse_(refuse), outq_(srv_->cfg.max_write_queue_bytes) {
+    : stream_(std::move(socket)), srv_(std::move(srv)), refuse_(refuse), ping_timer_(stream_.get_executor()),
+      outq_(srv_->cfg.max_write_queue_bytes) {
     if (!refuse_) slot_ = std::make_shared<connection_slot>(*srv_);
 }
 
@@ -122,6 +123,7 @@ void http_session::on_read(beast::error_code ec, size_t) {
         keep_alive_ = false;
         method_ = "?";
         path_ = "?";
+        log_path_ = "?";
         t0_ = std::chrono::steady_clock::now();
         if (ec == http::error::body_limit)
             return respond_error(errc::too_large, "the body is over the limit of " + std::to_string(body_limit_) +
@@ -141,6 +143,10 @@ void http_session::route(request &&req) {
     t0_ = std::chrono::steady_clock::now();
     method_ = std::string(req.method_string());
     path_ = std::string(path_of(req.target())); // the query is never logged: it may hold a key
+    // A stream's id, with its resume token or key, resumes it: logs name no stream.
+    log_path_ = path_.rfind("/v1/streams/", 0) == 0      ? "/v1/streams/{id}"
+                : path_.rfind("/v1/responses/", 0) == 0 ? "/v1/responses/{id}"
+                                                        : path_.substr(0, 128);
     keep_alive_ = req.keep_alive();
     busy_ = true;
     if (refuse_) {
@@ -178,7 +184,7 @@ void http_session::route(request &&req) {
             return respond_error(p->code, p->message);
         // What the connection creates belongs to its key, or without keys to the connection.
         std::string principal = srv_->api_keys.empty() ? "conn:" + random_id("t-") : "key:" + std::to_string(key);
-        spdlog::info("GET {} 101 websocket", path_);
+        spdlog::info("GET {} 101 websocket", log_path_);
         srv_->remove(this);
         stream_.expires_never();
         auto ws = std::make_shared<ws_session>(stream_.release_socket(), srv_, slot_, std::move(principal));
@@ -194,12 +200,14 @@ void http_session::route(request &&req) {
 
     const bool tokens = path_ == "/tokenize" || path_ == "/detokenize";
     const bool api = path_ == "/metrics" || tokens || path_.rfind("/v1/", 0) == 0;
+    size_t key = 0;
     if (api)
-        if (auto p = check_key(srv_->api_keys, authz, std::nullopt)) return respond_error(p->code, p->message);
+        if (auto p = check_key(srv_->api_keys, authz, std::nullopt, &key)) return respond_error(p->code, p->message);
+    principal_ = api && !srv_->api_keys.empty() ? "key:" + std::to_string(key) : std::string();
     // A JSON body, always: a page of another site can send text/plain or a form without asking
     // first, but application/json only after a CORS preflight, which is refused to it.
     const bool takes_json = path_ == "/v1/chat/completions" || path_ == "/v1/completions" ||
-                            path_ == "/v1/rag/documents" || path_ == "/v1/rag/search" || path_ == "/v1/embeddings" || tokens;
+                            path_ == "/v1/rag/documents" || path_ == "/v1/rag/search" || path_ == "/v1/embeddings" || path_ == "/v1/responses" || tokens;
     if (post && takes_json && !is_json_media_type(req[http::field::content_type]))
         return respond_error(errc::unsupported_media,
                              req[http::field::content_type].empty()
@@ -227,6 +235,8 @@ void http_session::route(request &&req) {
     if (path_.rfind("/v1/rag/", 0) == 0) return route_rag(req);
     if (tokens) return route_tokenize(req);
     if (path_ == "/v1/embeddings") return route_embeddings(req);
+    if (path_.rfind("/v1/streams/", 0) == 0) return route_streams(req);
+    if (path_ == "/v1/responses" || path_.rfind("/v1/responses/", 0) == 0) return route_responses(req);
     if (path_ == "/metrics" || path_ == "/v1/models" || path_ == "/v1/chat/completions" || path_ == "/v1/completions") {
         keep_alive_ = false;
         return respond(http::status::method_not_allowed,
@@ -260,7 +270,7 @@ void http_session::preflight(const request &req) {
     }
     res->keep_alive(keep_alive_ && !shutting_down_);
     res->prepare_payload();
-    spdlog::info("OPTIONS {} 204", path_.substr(0, 128));
+    spdlog::info("OPTIONS {} 204", log_path_);
     stream_.expires_after(std::chrono::seconds(60));
     http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code ec, size_t) {
         self->on_written(!res->keep_alive(), ec);
@@ -281,7 +291,7 @@ void http_session::respond(http::status status, std::string body, std::string_vi
     res->body() = std::move(body);
     res->prepare_payload();
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
-    spdlog::info("{} {} {} {:.1f} ms", method_, path_.substr(0, 128), res->result_int(), ms);
+    spdlog::info("{} {} {} {:.1f} ms", method_, log_path_, res->result_int(), ms);
     stream_.expires_after(std::chrono::seconds(60));
     http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code ec, size_t) {
         self->on_written(!res->keep_alive(), ec);
@@ -332,9 +342,7 @@ void http_session::watch_peer() {
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return self->watch_peer();
         self->watching_ = false;
         if (self->rs_) {
-            spdlog::info("{} {}: the client went away, its request cancelled", self->method_, self->path_);
-            self->srv_->service.cancel(*self->rs_);
-            self->rs_->unfollow(self->waker_.get());
+            self->client_gone();
             self->rs_.reset();
         }
         self->done_ = true;

@@ -1,12 +1,14 @@
 // One HTTP/1.1 connection: routes each request (health, metrics, models, the OpenAI API, the
 // retrieval API, the web page), hands WebSocket upgrades on /v1/ws to a ws_session, and streams
 // OpenAI answers as server-sent events. While a request is answered it watches the socket, so
-// that a client that goes away cancels its request.
+// that a client that goes away cancels its request, unless it is a stream: that one keeps
+// running for resume (GET /v1/streams/{id}, Last-Event-ID) until sessions.retention_s passes.
 //
 // Its member functions live in files by concern: http_session.cpp (the connection, reading,
 // routing, answers), http_openai_stream.cpp (an OpenAI completion, whole or as server-sent
-// events), http_rag_routes.cpp (/v1/rag/*), http_ask_actor.h (asking an actor without
-// blocking, for /metrics and the retrieval routes).
+// events, and their resume), http_rag_routes.cpp (/v1/rag/*), http_embed_routes.cpp
+// (/v1/embeddings), http_responses_routes.cpp (/v1/responses), http_token_routes.cpp (/tokenize, /detokenize), http_ask_actor.h (asking an
+// actor without blocking, for /metrics, embeddings and the retrieval routes).
 #pragma once
 
 #include <boost/asio.hpp>
@@ -19,6 +21,7 @@
 #include <optional>
 
 #include "net/openai.h"
+#include "net/responses_api.h"
 #include "net/server_impl.h"
 #include "net/write_queue.h"
 
@@ -51,6 +54,11 @@ private:
     void on_written(bool close, beast::error_code ec);
 
     void start_completion(bool chat, const request &req);
+    void route_streams(const request &req); // GET or DELETE /v1/streams/{id} (http_openai_stream.cpp)
+    void route_responses(const request &req); // /v1/responses[/{id}[/cancel]] (http_responses_routes.cpp)
+    void start_response(const request &req);
+    void pump_response(const std::vector<stream_event> &events, size_t first);
+    void follow_stream(size_t from, int sub);
 
     // The retrieval API (net/rag_api.h) and /metrics. An actor's answer comes back through
     // ask_actor, never by blocking this connection's I/O thread. on_error (null: the retrieval
@@ -68,6 +76,11 @@ private:
     void write_raw(std::string bytes);
     void on_raw_written(beast::error_code ec);
     void finish_stream();
+    void start_sse();
+    void end_sse();
+    void end_whole();
+    void arm_ping();
+    void client_gone();
     void watch_peer();
 
     beast::tcp_stream stream_;
@@ -82,7 +95,9 @@ private:
     bool busy_ = false; // a request is being answered
     size_t body_limit_ = 0; // of the request being read
     std::string method_, path_;
+    std::string log_path_; // path_ as logged
     std::string cors_origin_; // an allowed cross origin of the request being answered
+    std::string principal_;   // with API keys: "key:<n>" of the key the request presented
     std::chrono::steady_clock::time_point t0_;
     simdjson::dom::parser parser_json_;
 
@@ -91,7 +106,12 @@ private:
     openai_request oreq_;
     std::string resp_id_;
     size_t next_ = 0;
+    response_view rview_;          // a Responses API answer: its object as the events so far leave it
+    int skip_sub_ = 0;             // resume: SSE events of stream event next_ already delivered
+    std::string resume_url_;       // sent as X-Resume-URL with the stream's headers
     bool sse_started_ = false, first_chunk_ = true, watching_ = false, done_ = false;
+    bool wrote_since_ping_ = false;
+    asio::steady_timer ping_timer_; // while a stream waits for events: server.sse_ping_s
     write_queue outq_;             // the event stream's bytes to send (net/write_queue.h)
 };
 

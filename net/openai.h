@@ -19,6 +19,7 @@ struct openai_request {
     bool stream = false;
     bool include_usage = false;
     std::string model;
+    bool responses = false;    // the Responses API's (net/responses_api.h): rendered as its events
 };
 
 std::variant<openai_request, request_problem> parse_openai(simdjson::dom::parser &parser, std::string_view body,

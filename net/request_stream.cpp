@@ -41,6 +41,21 @@ void request_stream::unfollow(const stream_follower *who) {
     unfollowed_since_ = clock::now();
 }
 
+void request_stream::set_openai(openai_info i) {
+    std::lock_guard<std::mutex> lk(mu_);
+    openai_ = std::move(i);
+}
+
+std::optional<request_stream::openai_info> request_stream::openai() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return openai_;
+}
+
+std::vector<stream_event> request_stream::snapshot() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return events_;
+}
+
 bool request_stream::ended() const {
     std::lock_guard<std::mutex> lk(mu_);
     return ended_;

@@ -67,6 +67,24 @@ public:
 
     void append(stream_event e);
 
+    // An OpenAI stream's rendering (chat or text completion, usage chunk, response id), so that
+    // a connection that resumes it renders its events as the first did. Unset: a WebSocket one.
+    struct openai_info {
+        bool chat = true;
+        bool include_usage = false;
+        std::string response_id;
+        // A response of the Responses API (net/responses_api.h), and what its object shows.
+        bool responses = false;
+        int64_t created_at = 0;
+        int max_output_tokens = 0;
+        float temperature = 1.0f, top_p = 1.0f;
+        bool background = false;
+    };
+    // Every event so far, whoever follows (a retrieved response's object).
+    std::vector<stream_event> snapshot() const;
+    void set_openai(openai_info i);
+    std::optional<openai_info> openai() const;
+
     // Copies events [from, end) into out; returns the index after the last copied. Does nothing
     // and returns `from` when `who` is no longer the follower.
     size_t read(size_t from, const stream_follower *who, std::vector<stream_event> &out) const;
@@ -98,6 +116,7 @@ private:
     std::weak_ptr<stream_follower> follower_;
     mutable const stream_follower *follower_raw_ = nullptr; // identity of follower_, for read()
     mutable clock::time_point unfollowed_since_;
+    std::optional<openai_info> openai_;
 };
 
 } // namespace actorserve

@@ -162,6 +162,103 @@ def _():
         "a chunk with empty choices although stream_options.include_usage was not set"
 
 
+# ------------------------------------------------------------ stream resume --
+STORY = [{"role": "user", "content": "Tell me a long story about a lighthouse keeper."}]
+
+
+def sse_events(lines):
+    """(id, data) of each server-sent event in an iterable of text lines."""
+    ev_id, data = None, None
+    for line in lines:
+        if line.startswith("id: "):
+            ev_id = line[4:]
+        elif line.startswith("data: "):
+            data = line[6:]
+        elif line == "" and data is not None:
+            yield ev_id, data
+            ev_id, data = None, None
+
+
+def resume(url, last_event_id=None):
+    headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
+    status, hdrs, raw = http("GET", url, None, headers)
+    return status, hdrs, raw.decode()
+
+
+@check("a stream cut after 3 events resumes from Last-Event-ID with every later event exactly once")
+def _():
+    params = dict(model=model_id(), messages=STORY, temperature=0, max_tokens=40,
+                  extra_body={"cache": False})
+    whole = client.chat.completions.create(**params).choices[0].message.content
+    raw = client.chat.completions.with_raw_response.create(
+        stream=True, stream_options={"include_usage": True}, **params)
+    url = raw.headers.get("x-resume-url")
+    assert url and url.startswith("/v1/streams/chatcmpl-"), f"X-Resume-URL is {url!r}"
+    got = []
+    for ev_id, data in sse_events(raw.http_response.iter_lines()):
+        got.append((ev_id, data))
+        if len(got) == 3:
+            break
+    raw.http_response.close()  # the client goes away mid-stream
+    status, hdrs, text = resume(url, got[-1][0])
+    assert status == 200, f"resume status {status}: {text[:300]}"
+    assert hdrs.get("Content-Type", "").startswith("text/event-stream"), f"resume Content-Type {hdrs.get('Content-Type')}"
+    rest = list(sse_events(text.splitlines()))
+    ids = [i for i, _ in got + rest]
+    assert len(ids) == len(set(ids)), f"an event came twice: {ids}"
+    assert rest and rest[-1][1] == "[DONE]", f"the resumed stream does not end with [DONE]: {rest[-3:]}"
+    chunks = [json.loads(d) for _, d in got + rest if d != "[DONE]"]
+    assert {c["id"] for c in chunks} == {url.split("/")[3].split("?")[0]}, "chunks of another response"
+    content = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+    assert content == whole, f"first part + resumed part {content!r} != the whole answer {whole!r}"
+    usage = [c["usage"] for c in chunks if not c["choices"]]
+    assert len(usage) == 1 and usage[0]["completion_tokens"] > 3, f"usage chunks {usage}"
+    # Resuming after the usage chunk sends only [DONE]; after [DONE], nothing.
+    usage_id = [i for i, d in rest if d != "[DONE]" and not json.loads(d)["choices"]][0]
+    status, _, text = resume(url, usage_id)
+    assert [d for _, d in sse_events(text.splitlines())] == ["[DONE]"], f"after the usage chunk: {text!r}"
+    status, _, text = resume(url, rest[-1][0])
+    assert status == 200 and list(sse_events(text.splitlines())) == [], f"after [DONE]: {text!r}"
+    print(f"     {len(got)} events, cut, then {len(rest)} more; ids {ids[0]}..{ids[-1]}")
+
+
+@check("a stream's resume refuses a wrong token (403), an unknown id (404) and a Last-Event-ID it never sent (400)")
+def _():
+    raw = client.chat.completions.with_raw_response.create(
+        model=model_id(), messages=CHAT_MESSAGES, temperature=0, max_tokens=4, stream=True)
+    url = raw.headers.get("x-resume-url")
+    for _ in sse_events(raw.http_response.iter_lines()):
+        pass
+    path, token = url.split("?resume_token=")
+    status, _, text = resume(path + "?resume_token=t-" + "0" * 32, "1")
+    assert status == 403, f"a wrong token: {status} {text[:200]}"
+    status, _, text = resume(path, "1")
+    assert status == 403, f"no token: {status} {text[:200]}"
+    status, _, text = resume("/v1/streams/chatcmpl-" + "0" * 32 + "?resume_token=" + token, "1")
+    assert status == 404, f"an unknown id: {status} {text[:200]}"
+    status, _, text = resume(url, "999")
+    assert status == 400 and "never sent" in text, f"Last-Event-ID 999: {status} {text[:200]}"
+
+
+@check("DELETE on a stream's resume URL cancels it; its resume then ends the stream")
+def _():
+    raw = client.chat.completions.with_raw_response.create(
+        model=model_id(), messages=STORY, temperature=0, max_tokens=400, stream=True, extra_body={"cache": False})
+    url = raw.headers.get("x-resume-url")
+    first = next(iter(sse_events(raw.http_response.iter_lines())))
+    raw.http_response.close()
+    status, _, body = http("DELETE", url)
+    assert status == 200, f"DELETE: {status} {body[:200]!r}"
+    assert json.loads(body)["object"] == "stream", f"DELETE answered {body!r}"
+    status, _, text = resume(url, first[0])
+    events = list(sse_events(text.splitlines()))
+    assert status == 200 and events and events[-1][1] == "[DONE]", f"after the cancel: {status} {text[-300:]!r}"
+    finish = [json.loads(d)["choices"][0]["finish_reason"] for _, d in events[:-1] if json.loads(d).get("choices")]
+    assert finish and finish[-1] is not None, f"no finish_reason after the cancel: {events[-3:]}"
+    n = sum(1 for _, d in events if d != "[DONE]")
+    assert n < 400, f"{n} chunks: the cancel did not stop it"
+
+
 # ------------------------------------------------------------ completions --
 @check("completions (raw prompt) non-streaming and streaming")
 def _():
@@ -278,6 +375,87 @@ def _():
     assert sources[0]["number"] == 1 and sources[0]["doc_id"] == "etna", f"sources {sources}"
     assert sources[0]["source"] == "etna.md", f"sources {sources}"
     print(f"     {len(sources)} sources; text: {r.choices[0].message.content!r}")
+
+
+# ----------------------------------------------------------- responses API --
+@check("responses.create: whole and streamed give the same text, streamed events numbered 0, 1, 2, ...")
+def _():
+    params = dict(model=model_id(), input="Name three colours of the rainbow.", temperature=0,
+                  max_output_tokens=24, extra_body={"cache": False})
+    r = client.responses.create(**params)
+    assert r.object == "response" and r.id.startswith("resp_"), f"object {r.object!r}, id {r.id!r}"
+    assert r.status in ("completed", "incomplete"), f"status {r.status!r}"
+    assert r.output_text.strip(), f"no text: {r.output_text!r}"
+    assert r.usage.output_tokens > 0 and r.usage.input_tokens > 0, f"usage {r.usage}"
+    if r.status == "incomplete":
+        assert r.incomplete_details.reason == "max_output_tokens" and r.usage.output_tokens == 24, f"{r.incomplete_details} {r.usage}"
+    seqs, text, final = [], "", None
+    for ev in client.responses.create(stream=True, **params):
+        seqs.append(ev.sequence_number)
+        if ev.type == "response.output_text.delta":
+            text += ev.delta
+        if ev.type in ("response.completed", "response.incomplete"):
+            final = ev.response
+    assert seqs == list(range(len(seqs))), f"sequence numbers {seqs}"
+    assert final is not None and final.output_text == text == r.output_text, \
+        f"streamed {text!r}, final {final and final.output_text!r}, whole {r.output_text!r}"
+    print(f"     {r.status}: {r.output_text!r}, {len(seqs)} events")
+
+
+@check("responses background: retrieve while it runs, cut its event stream, resume with starting_after: each event once")
+def _():
+    b = client.responses.create(model=model_id(), input="Tell me a long story about a lighthouse keeper.",
+                                temperature=0, max_output_tokens=60, background=True, extra_body={"cache": False})
+    assert b.status in ("queued", "in_progress"), f"a background response is {b.status!r} at once"
+    now = client.responses.retrieve(b.id)
+    assert now.id == b.id and now.status in ("queued", "in_progress", "completed", "incomplete"), f"retrieved {now.status}"
+    first, text = [], ""
+    stream = client.responses.retrieve(b.id, stream=True)
+    for ev in stream:
+        first.append(ev.sequence_number)
+        if ev.type == "response.output_text.delta":
+            text += ev.delta
+        if len(first) == 8:
+            break
+    stream.close()  # a deliberate disconnect
+    rest, final = [], None
+    for ev in client.responses.retrieve(b.id, stream=True, starting_after=first[-1]):
+        rest.append(ev.sequence_number)
+        if ev.type == "response.output_text.delta":
+            text += ev.delta
+        if ev.type in ("response.completed", "response.incomplete"):
+            final = ev.response
+    assert first + rest == list(range(len(first) + len(rest))), f"sequence numbers {first} then {rest}"
+    done = client.responses.retrieve(b.id)
+    assert final is not None and done.output_text == text == final.output_text, \
+        f"events give {text!r}, the object {done.output_text!r}"
+    assert done.status in ("completed", "incomplete") and done.usage.output_tokens > 0, f"{done.status} {done.usage}"
+    print(f"     {len(first)} events, cut, then {len(rest)}; {done.status}, {done.usage.output_tokens} tokens")
+
+
+@check("responses cancel, and refusals: tools 400, another model 404, an unknown id 404")
+def _():
+    b = client.responses.create(model=model_id(), input="Tell me a long story about a dragon.", temperature=0,
+                                max_output_tokens=400, background=True, extra_body={"cache": False})
+    c = client.responses.cancel(b.id)
+    assert c.status in ("cancelled", "completed", "incomplete"), f"cancel answered {c.status!r}"
+    r = client.responses.retrieve(b.id)
+    assert r.status in ("cancelled", "completed", "incomplete"), f"after cancel: {r.status!r}"
+    assert r.status != "cancelled" or (r.usage is None or r.usage.output_tokens < 400), f"cancelled after {r.usage}"
+    for kwargs, exc, word in ((dict(tools=[{"type": "function", "name": "f", "parameters": {}}]), openai.BadRequestError, "tools"),
+                              (dict(model="gpt-5"), openai.NotFoundError, "model")):
+        args = dict(model=model_id(), input="hi", max_output_tokens=4)
+        args.update(kwargs)
+        try:
+            client.responses.create(**args)
+            raise AssertionError(f"{kwargs} was accepted")
+        except exc as e:
+            assert word in str(e), f"the error does not name {word}: {e}"
+    try:
+        client.responses.retrieve("resp_" + "0" * 32)
+        raise AssertionError("an unknown response was found")
+    except openai.NotFoundError:
+        pass
 
 
 # -------------------------------------------------------------- embeddings --

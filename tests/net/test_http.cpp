@@ -1,7 +1,8 @@
 // The HTTP side of the server (docs/protocol.md) against the real server and model, in-process:
 // /health, /v1/models, the OpenAI-compatible chat and completion endpoints (whole and streamed),
 // their errors, API keys, the connection limit, the static web page (and path traversal), /metrics,
-// and the cancellation of a streamed request whose client disconnects.
+// a streamed request whose client disconnects (kept for resume, then cancelled when nobody comes
+// back) and its resume from Last-Event-ID on another connection.
 #include "tests/support/test_client.h"
 
 #include <filesystem>
@@ -53,6 +54,14 @@ void check_error(const http_reply &r, int status, const std::string &code, const
     CHECK(str_of(*e, "type") == type_of(code));
     CHECK_MESSAGE((names_word(lower(str_of(*e, "message")), lower(names)) || str_of(*e, "param") == names),
                   "the message does not name '" << names << "'");
+}
+
+// choices[0].<part>.content of a response or chunk ("" when absent).
+std::string choice_content(const json::object &o, std::string_view part) {
+    const json::value *ch = o.if_contains("choices");
+    if (!ch || !ch->is_array() || ch->get_array().empty() || !ch->get_array()[0].is_object()) return {};
+    const json::object *p = obj_of(ch->get_array()[0].get_object(), part);
+    return p ? str_of(*p, "content") : std::string();
 }
 
 // The `data:` payloads of a server-sent event stream, in order.
@@ -425,9 +434,10 @@ TEST_CASE("http: /metrics is Prometheus text with actorserve_ series") {
     CHECK(series >= 5);
 }
 
-TEST_CASE("http: a streaming client that disconnects cancels its request") {
+TEST_CASE("http: a streaming client that disconnects: its request runs on for resume, then nobody comes back and it is cancelled") {
     server_config cfg = server_fixture::config();
     cfg.runtime.n_ctx = 2048;
+    cfg.retention_s = 2;
     server_fixture fx(cfg);
     const uint16_t port = fx.port();
     http_reply m0 = http_get(port, "/metrics");
@@ -457,10 +467,15 @@ TEST_CASE("http: a streaming client that disconnects cancels its request") {
     c.drop();
     const auto t0 = std::chrono::steady_clock::now();
 
-    // The runtime stops generating for it: nothing runs, and the generated count stands still.
-    CHECK_MESSAGE(fx.wait_metrics([](const auto &s) { return s.running == 0; }, 20s),
-                  "the request still runs 20 s after its client left");
+    // It runs on for a resume (sessions.retention_s)...
+    const uint64_t g0 = fx.metrics().generated_tokens;
+    std::this_thread::sleep_for(1s);
+    CHECK_MESSAGE(fx.metrics().generated_tokens > g0, "the stream stopped at once: there is nothing left to resume");
+    // ...then the runtime stops generating for it: nothing runs, and the generated count stands still.
+    CHECK_MESSAGE(fx.wait_metrics([](const auto &s) { return s.running == 0; }, 30s),
+                  "the request still runs 30 s after its client left");
     const double stopped_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(stopped_s >= 1.5);
     const uint64_t g1 = fx.metrics().generated_tokens;
     std::this_thread::sleep_for(300ms);
     const uint64_t g2 = fx.metrics().generated_tokens;
@@ -484,4 +499,106 @@ TEST_CASE("http: a streaming client that disconnects cancels its request") {
         if (!seen) std::this_thread::sleep_for(50ms);
     }
     CHECK_MESSAGE(seen, "/metrics shows no cancelled request and no idle runtime:\n" << last);
+}
+
+TEST_CASE("http: with API keys a stream resumes on another connection with the key, from Last-Event-ID, each event once") {
+    temp_file keys("secret-key-1\nsecret-key-2\n");
+    server_config cfg = server_fixture::config();
+    cfg.api_keys_file = keys.path();
+    server_fixture fx(cfg);
+    const uint16_t port = fx.port();
+    const header_list key1 = {{"Authorization", "Bearer secret-key-1"}};
+    const std::string body = chat_body("Tell me a long story about a lighthouse keeper.", 30, {{"cache", false}});
+    http_reply whole = http_post(port, "/v1/chat/completions", body, key1);
+    REQUIRE_MESSAGE(whole.status == 200, describe(whole));
+    const std::string answer = choice_content(whole.json_body().value_or(json::object{}), "message");
+    REQUIRE(!answer.empty());
+
+    const std::string sbody = chat_body("Tell me a long story about a lighthouse keeper.", 30, {{"cache", false}, {"stream", true}});
+    http_conn c;
+    REQUIRE(c.connect(port));
+    REQUIRE(c.send_raw("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer secret-key-1\r\n"
+                       "Content-Type: application/json\r\nContent-Length: " + std::to_string(sbody.size()) + "\r\n\r\n" + sbody));
+    std::string got;
+    while (sse_data(got).size() < 3) {
+        std::string piece = c.read_some();
+        REQUIRE_MESSAGE(!piece.empty(), "the stream ended early: " << c.error() << "; got " << got);
+        got += piece;
+    }
+    c.drop();
+    // The resume URL names the response, and carries no token: the key is the proof.
+    const size_t h = got.find("X-Resume-URL: ");
+    REQUIRE(h != std::string::npos);
+    const std::string url = got.substr(h + 14, got.find("\r\n", h) - h - 14);
+    CHECK(url.rfind("/v1/streams/chatcmpl-", 0) == 0);
+    CHECK(url.find('?') == std::string::npos);
+    // The last id the client saw, and the content it had.
+    std::string last_id, content;
+    {
+        std::istringstream in(got.substr(got.find("\r\n\r\n")));
+        std::string line;
+        int n = 0;
+        while (std::getline(in, line) && n < 3) {
+            if (!line.empty() && line.back() == '\r') line.pop_back();
+            if (line.rfind("id: ", 0) == 0) last_id = line.substr(4);
+            if (line.rfind("data: ", 0) == 0) {
+                ++n;
+                content += choice_content(json::parse(line.substr(6)).as_object(), "delta");
+            }
+        }
+    }
+    REQUIRE(!last_id.empty());
+    check_error(http_get(port, url, {{"Authorization", "Bearer secret-key-2"}, {"Last-Event-ID", last_id}}), 403, "forbidden",
+                "belongs");
+    http_reply rest = http_get(port, url, {{"Authorization", "Bearer secret-key-1"}, {"Last-Event-ID", last_id}}, 120s);
+    REQUIRE_MESSAGE(rest.status == 200, describe(rest));
+    const std::vector<std::string> events = sse_data(rest.body);
+    REQUIRE(!events.empty());
+    CHECK(events.back() == "[DONE]");
+    for (size_t i = 0; i + 1 < events.size(); ++i) content += choice_content(json::parse(events[i]).as_object(), "delta");
+    CHECK(content == answer);
+    // Cancelling it now is answered, and says it had already ended.
+    http_reply del = http_request(port, http::verb::delete_, url, {}, key1);
+    CHECK(del.status == 200);
+    CHECK(del.body.find("\"cancelled\":false") != std::string::npos);
+}
+
+TEST_CASE("http: a stream that waits (here behind another request) gets SSE ping comments before its first event") {
+    server_config cfg = server_fixture::config();
+    cfg.sse_ping_s = 1;
+    cfg.runtime.max_seqs = 1; // one sequence at a time: the stream waits for the first request
+    server_fixture fx(cfg);
+    const uint16_t port = fx.port();
+    auto post = [&](http_conn &c, const std::string &body) {
+        return c.send_raw("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    };
+    // greedy, this prompt runs to max_tokens (see above): many seconds
+    http_conn a;
+    REQUIRE(a.connect(port));
+    REQUIRE(post(a, chat_body("Write a very long story about a dragon who learns to fly.", 1000, {{"cache", false}})));
+    REQUIRE(fx.wait_metrics([](const auto &s) { return s.running == 1; }, 30s));
+    http_conn b;
+    REQUIRE(b.connect(port));
+    REQUIRE(post(b, chat_body("Say hi.", 4, {{"cache", false}, {"stream", true}})));
+    std::string got;
+    const auto t0 = std::chrono::steady_clock::now();
+    while (got.find(": ping") == std::string::npos) {
+        std::string piece = b.read_some();
+        REQUIRE_MESSAGE(!piece.empty(), "the stream ended: " << b.error() << "; got " << got);
+        got += piece;
+        REQUIRE_MESSAGE(got.find("data:") == std::string::npos, "an event came before any ping: " << got);
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(s >= 0.9);
+    CHECK(got.rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
+    CHECK(got.find("Content-Type: text/event-stream") != std::string::npos);
+    a.drop(); // cancels the first request (not a stream): the second then runs
+    std::string rest;
+    while (rest.find("[DONE]") == std::string::npos) {
+        std::string piece = b.read_some();
+        REQUIRE_MESSAGE(!piece.empty(), "the stream ended without [DONE]: " << b.error() << "; got " << got + rest);
+        rest += piece;
+    }
+    CHECK(!sse_data(rest).empty());
 }
