@@ -200,6 +200,15 @@ void chat_service::sweep() {
     std::lock_guard<std::mutex> lk(mu_);
     for (auto it = requests_.begin(); it != requests_.end();) {
         auto since = it->second->unfollowed_since();
+        if (since && !it->second->ended()) {
+            // A stream whose client left and did not come back within its grace: stop spending
+            // the machine on it; its events stay for retention (a late resume reads its end).
+            const auto info = it->second->openai();
+            if (info && info->grace_s >= 0 && now - *since >= std::chrono::seconds(info->grace_s)) {
+                spdlog::info("a stream nobody resumed for {} s was cancelled", info->grace_s);
+                cancel(*it->second);
+            }
+        }
         if (since && now - *since > retention) {
             if (!it->second->ended()) { // nobody came back for it: stop spending the machine on it
                 spdlog::info("a request unfollowed for {} s was cancelled", cfg_.retention_s);

@@ -97,6 +97,7 @@ bool load_config_file(const std::string &path, server_config &cfg, std::string &
         t.get<int64_t>("max_write_queue_bytes", cfg.max_write_queue_bytes);
         t.get<int64_t>("idle_timeout_s", cfg.idle_timeout_s);
         t.get<int64_t>("sse_ping_s", cfg.sse_ping_s);
+        t.get<int64_t>("sse_resume_grace_s", cfg.sse_resume_grace_s);
         t.get<int64_t>("header_timeout_s", cfg.header_timeout_s);
         t.get<int64_t>("shutdown_grace_s", cfg.shutdown_grace_s);
         t.get<std::string>("web_dir", cfg.web_dir);
@@ -235,6 +236,9 @@ bool validate(const server_config &c, std::string &err) {
     if (c.max_write_queue_bytes < 1024) return bad("server.max_write_queue_bytes must be >= 1024");
     if (c.idle_timeout_s < 1) return bad("server.idle_timeout_s must be >= 1");
     if (c.sse_ping_s < 0 || c.sse_ping_s > 3600) return bad("server.sse_ping_s must be in [0, 3600], got " + std::to_string(c.sse_ping_s));
+    if (c.sse_resume_grace_s < 0 || c.sse_resume_grace_s > c.retention_s)
+        return bad("server.sse_resume_grace_s must be in [0, sessions.retention_s = " + std::to_string(c.retention_s) +
+                   "], got " + std::to_string(c.sse_resume_grace_s));
     if (c.header_timeout_s < 1) return bad("server.header_timeout_s must be >= 1");
     if (c.runtime.max_tokens_limit < 1)
         return bad("server.max_tokens_limit must be >= 1, got " + std::to_string(c.runtime.max_tokens_limit));

@@ -22,6 +22,8 @@ struct server_config {
     size_t max_write_queue_bytes = 1 << 20;   // unsent bytes per connection before it is closed
     int idle_timeout_s = 300;                 // an HTTP connection with no request is closed
     int sse_ping_s = 10;                      // an OpenAI stream silent this long gets a ": ping"; 0: never
+    int sse_resume_grace_s = 10;              // an OpenAI stream whose client left runs on this long for a
+                                              // resume, then is cancelled; 0: cancelled at once
     int header_timeout_s = 10;                // a request's headers, from their first byte
     int shutdown_grace_s = 30;                // SIGINT/SIGTERM: running requests get this long
     std::string web_dir;                      // the chat page; empty: the source tree's web/

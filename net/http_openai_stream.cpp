@@ -74,7 +74,12 @@ void http_session::start_completion(bool chat, const request &req) {
     resp_id_ = (chat ? "chatcmpl-" : "cmpl-") + rs_->request_id().substr(2);
     resume_url_.clear();
     if (oreq_.stream) {
-        rs_->set_openai({chat, oreq_.include_usage, resp_id_});
+        request_stream::openai_info info;
+        info.chat = chat;
+        info.include_usage = oreq_.include_usage;
+        info.response_id = resp_id_;
+        info.grace_s = srv_->cfg.sse_resume_grace_s;
+        rs_->set_openai(std::move(info));
         resume_url_ = "/v1/streams/" + resp_id_ + (token ? "?resume_token=" + *token : "");
     }
     follow_stream(0, 0);

@@ -133,6 +133,8 @@ void http_session::start_response(const request &req) {
     info.temperature = rr.req.sampling.temperature;
     info.top_p = rr.req.sampling.top_p;
     info.background = rr.background;
+    // One that is not in the background ends, as a stream does, when its client leaves for good.
+    if (!rr.background) info.grace_s = srv_->cfg.sse_resume_grace_s;
     auto started = srv_->service.start(who, std::nullopt, rr.req, true, /*tokens=*/true, /*retain=*/true, "r-" + hex);
     if (auto *e = std::get_if<service_error>(&started)) return respond_error(e->code, e->message, {}, e->retry_after_ms);
     rs_ = std::get<std::shared_ptr<request_stream>>(std::move(started));

@@ -2,7 +2,7 @@
 // retrieval API, the web page), hands WebSocket upgrades on /v1/ws to a ws_session, and streams
 // OpenAI answers as server-sent events. While a request is answered it watches the socket, so
 // that a client that goes away cancels its request, unless it is a stream: that one keeps
-// running for resume (GET /v1/streams/{id}, Last-Event-ID) until sessions.retention_s passes.
+// running for a resume (GET /v1/streams/{id}, Last-Event-ID) for server.sse_resume_grace_s.
 //
 // Its member functions live in files by concern: http_session.cpp (the connection, reading,
 // routing, answers), http_openai_stream.cpp (an OpenAI completion, whole or as server-sent

@@ -79,6 +79,9 @@ public:
         int max_output_tokens = 0;
         float temperature = 1.0f, top_p = 1.0f;
         bool background = false;
+        // Cancelled when nobody has followed it this long (a stream whose client left and did
+        // not resume: server.sse_resume_grace_s); -1: only sessions.retention_s ends it.
+        int grace_s = -1;
     };
     // Every event so far, whoever follows (a retrieved response's object).
     std::vector<stream_event> snapshot() const;

@@ -437,7 +437,7 @@ TEST_CASE("http: /metrics is Prometheus text with actorserve_ series") {
 TEST_CASE("http: a streaming client that disconnects: its request runs on for resume, then nobody comes back and it is cancelled") {
     server_config cfg = server_fixture::config();
     cfg.runtime.n_ctx = 2048;
-    cfg.retention_s = 2;
+    cfg.sse_resume_grace_s = 2;
     server_fixture fx(cfg);
     const uint16_t port = fx.port();
     http_reply m0 = http_get(port, "/metrics");
@@ -467,7 +467,7 @@ TEST_CASE("http: a streaming client that disconnects: its request runs on for re
     c.drop();
     const auto t0 = std::chrono::steady_clock::now();
 
-    // It runs on for a resume (sessions.retention_s)...
+    // It runs on for a resume (server.sse_resume_grace_s)...
     const uint64_t g0 = fx.metrics().generated_tokens;
     std::this_thread::sleep_for(1s);
     CHECK_MESSAGE(fx.metrics().generated_tokens > g0, "the stream stopped at once: there is nothing left to resume");
