@@ -123,7 +123,9 @@ void http_session::start_sse() {
     write_raw(std::string("HTTP/1.1 200 OK\r\nServer: actorserve\r\nContent-Type: text/event-stream\r\n"
                           "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n") +
               (resume_url_.empty() ? "" : "X-Resume-URL: " + resume_url_ + "\r\n") +
-              (cors_origin_.empty() ? "" : "Access-Control-Allow-Origin: " + cors_origin_ + "\r\nVary: Origin\r\n") +
+              (cors_origin_.empty() ? ""
+                                    : "Access-Control-Allow-Origin: " + cors_origin_ +
+                                          "\r\nAccess-Control-Expose-Headers: X-Resume-URL\r\nVary: Origin\r\n") +
               (keep_alive_ ? "" : "Connection: close\r\n") + "\r\n");
 }
 

@@ -263,7 +263,7 @@ void http_session::preflight(const request &req) {
         res->set(http::field::access_control_allow_origin, cors_origin_);
         res->set(http::field::vary, "Origin");
         res->set(http::field::access_control_allow_methods, "GET, POST, DELETE");
-        res->set(http::field::access_control_allow_headers, "Authorization, Content-Type");
+        res->set(http::field::access_control_allow_headers, "Authorization, Content-Type, Last-Event-ID");
         res->set(http::field::access_control_max_age, "600");
         if (beast::iequals(req["Access-Control-Request-Private-Network"], "true"))
             res->set("Access-Control-Allow-Private-Network", "true");
