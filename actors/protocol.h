@@ -43,6 +43,7 @@ using stop_atom = caf::atom_constant<caf::atom("stop")>;
 struct gen_event {
     int64_t id = 0;
     std::vector<int32_t> tokens;        // sampled this step (at most one today)
+    std::vector<token_logprobs> logprobs; // one per token, when the request asked (gen_request::logprobs)
     std::optional<finish_reason> finish; // the request ended, and why
     bool failed = false;                // or it ended without an answer: refused at submit, or
                                         // its step failed; code and error say which

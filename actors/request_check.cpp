@@ -42,6 +42,8 @@ std::optional<request_problem> check_request(const chat_request &r, const reques
     if (r.stop.size() > limits.max_stop)
         return bad("stop", "stop holds " + std::to_string(r.stop.size()) + " strings (at most " +
                                std::to_string(limits.max_stop) + ")", errc::unprocessable);
+    if (r.logprobs < -1 || r.logprobs > 20)
+        return bad("top_logprobs", "top_logprobs must be in [0, 20], got " + std::to_string(r.logprobs), errc::unprocessable);
     if (r.rag) {
         if (r.raw) return bad("rag", "rag needs chat messages, not a raw prompt");
         if (r.messages.back().role != "user")

@@ -11,6 +11,7 @@
 #include "actors/session.h"
 #include "engine/chat_template.h"
 #include "engine/forward.h"
+#include "engine/token_mask.h"
 #include "engine/tokenizer.h"
 
 #include <filesystem>
@@ -74,6 +75,7 @@ std::unique_ptr<runtime> runtime::start(caf::actor_system &sys, const runtime_co
     }
     rt->model_ = model;
     rt->tok_ = std::shared_ptr<const tokenizer>(std::move(tok));
+    rt->vocab_ = std::make_shared<const token_vocab>(*rt->tok_);
 
     context_params cp;
     cp.n_ctx = cfg.n_ctx;
@@ -160,6 +162,7 @@ runtime::~runtime() {
 chat_session runtime::open_session() {
     session_config sc;
     sc.tok = tok_;
+    sc.vocab = vocab_;
     sc.tmpl = tmpl_;
     sc.n_ctx = settings_->n_ctx;
     sc.limits = cfg_.limits();

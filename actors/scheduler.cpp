@@ -1,5 +1,6 @@
 #include "actors/scheduler.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "actors/protocol.h"
@@ -64,7 +65,8 @@ void reject(self_ptr self, const gen_sink &sink, int64_t id, errc code, std::str
 }
 
 // Sends each sequence's events to its submitter, and notes latencies for metrics.
-void deliver(self_ptr self, const std::vector<seq_event> &events, const std::string &error = {}) {
+void deliver(self_ptr self, const std::vector<seq_event> &events, const std::string &error = {},
+             std::vector<std::pair<int64_t, token_logprobs>> *logprobs = nullptr) {
     auto &st = self->state;
     const auto now = clock_type::now();
     for (const seq_event &e : events) {
@@ -75,6 +77,10 @@ void deliver(self_ptr self, const std::vector<seq_event> &events, const std::str
         g.id = e.id;
         if (e.token) {
             g.tokens.push_back(*e.token);
+            if (logprobs) {
+                auto lp = std::find_if(logprobs->begin(), logprobs->end(), [&](const auto &x) { return x.first == e.id; });
+                if (lp != logprobs->end()) g.logprobs.push_back(std::move(lp->second));
+            }
             if (!c.got_first) st.sample.ttft_ms.push_back(ms_between(c.submitted, now));
             else st.sample.itl_ms.push_back(ms_between(c.last_token, now));
             c.got_first = true;
@@ -147,7 +153,7 @@ void run_step(self_ptr self) {
             [self](step_result &r) {
                 auto &s = self->state;
                 s.sample.step_ms = ms_between(s.step_start, clock_type::now());
-                if (r.error.empty()) deliver(self, s.core->complete(r.sampled));
+                if (r.error.empty()) deliver(self, s.core->complete(r.sampled), {}, &r.logprobs);
                 else deliver(self, s.core->abort_in_flight(), "engine: " + r.error);
                 deliver(self, s.core->drain_ended());
                 report(self);

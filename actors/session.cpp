@@ -47,6 +47,10 @@ struct session_st {
         // retrieval
         std::optional<chat_request> searching; // waiting for the RAG actor's passages
         std::vector<rag_source> sources;  // the passages the prompt gave, for chat_done
+        // logprobs (chat_request::logprobs)
+        int logprobs = -1;
+        std::vector<token_logprob> lp_pending; // tokens whose text is not in a delta yet
+        std::vector<token_logprob> lp_sent;    // tokens whose text is, for chat_done
     };
     session_config cfg;
     submit_target scheduler;
@@ -61,6 +65,27 @@ void send_error(self_ptr self, const chat_listener &to, int64_t id, errc code, s
     self->send(to, chat_error{id, code, std::move(msg), retry});
 }
 
+// A delta of the answer, with the logprobs of the tokens that arrived since the last one.
+// note: a token whose text a stop string held back and then cut never reaches a delta, and its
+// logprobs are dropped with it.
+void send_delta(self_ptr self, std::string text) {
+    auto &a = *self->state.cur;
+    chat_delta d{a.client_id, std::move(text), {}};
+    if (a.logprobs >= 0) {
+        a.lp_sent.insert(a.lp_sent.end(), a.lp_pending.begin(), a.lp_pending.end());
+        d.logprobs = std::move(a.lp_pending);
+        a.lp_pending.clear();
+    }
+    self->send(a.client, std::move(d));
+}
+
+token_logprob logprob_of(const tokenizer &tok, const token_logprobs &l) {
+    token_logprob t{tok.token_bytes(l.id, false), l.logprob, {}};
+    t.top.reserve(l.top.size());
+    for (const auto &[id, lp] : l.top) t.top.push_back({tok.token_bytes(id, false), lp});
+    return t;
+}
+
 void emit(self_ptr self, std::string_view piece) {
     auto &a = *self->state.cur;
     if (piece.empty() || a.stopped) return;
@@ -68,7 +93,7 @@ void emit(self_ptr self, std::string_view piece) {
     if (!r.emit.empty()) {
         if (a.ttft_ms < 0) a.ttft_ms = std::chrono::duration<double, std::milli>(clock_type::now() - a.t0).count();
         a.text += r.emit;
-        self->send(a.client, chat_delta{a.client_id, std::move(r.emit)});
+        send_delta(self, std::move(r.emit));
     }
     if (r.stopped) {
         a.stopped = true;
@@ -102,7 +127,7 @@ void finish(self_ptr self, const gen_event &e) {
         std::string rest = a.stop.flush();
         if (!rest.empty()) {
             a.text += rest;
-            self->send(a.client, chat_delta{a.client_id, std::move(rest)});
+            send_delta(self, std::move(rest));
         }
     }
     chat_done d;
@@ -112,6 +137,7 @@ void finish(self_ptr self, const gen_event &e) {
     d.usage = {e.n_prompt, e.n_cached, e.n_generated};
     d.ttft_ms = a.ttft_ms < 0 ? 0.0 : a.ttft_ms;
     d.sources = std::move(a.sources);
+    d.logprobs = std::move(a.lp_sent);
     if (a.cache_debug) {
         d.cache_scope = a.cache_scope;
         d.cache_debug_refused = a.cache_debug_refused;
@@ -152,7 +178,7 @@ void answer_from_cache(self_ptr self, cache_reply &r) {
     auto &a = *st.cur;
     for (std::string &piece : word_pieces(r.answer.text)) {
         if (a.ttft_ms < 0) a.ttft_ms = std::chrono::duration<double, std::milli>(clock_type::now() - a.t0).count();
-        self->send(a.client, chat_delta{a.client_id, std::move(piece)});
+        self->send(a.client, chat_delta{a.client_id, std::move(piece), {}});
     }
     a.text = r.answer.text;
     chat_done d;
@@ -178,7 +204,7 @@ void answer_from_cache(self_ptr self, cache_reply &r) {
 // What the caches are asked for this request, or nullopt when it is not cacheable.
 std::optional<cache_query> cache_query_for(const session_st &st, const chat_request &r, const std::string &prompt,
                                            int64_t gen_id) {
-    if (!st.cfg.cache || r.cache == false) return std::nullopt;
+    if (!st.cfg.cache || r.cache == false || r.logprobs >= 0 || r.grammar) return std::nullopt;
     const bool opted_in = r.cache == true;
     if (!opted_in && r.sampling.temperature > 0.0f) return std::nullopt; // only greedy answers repeat
     cache_query q;
@@ -227,12 +253,17 @@ void submit(self_ptr self, chat_request &r, std::vector<chat_message> shown) {
     if (!r.rag) a.query = cache_query_for(st, r, rendered, a.gen_id);
     a.cache_debug = r.cache_debug;
     if (r.cache_debug && !a.query)
-        a.cache_debug_refused = r.rag ? "a grounded answer is never cached" : "the caches were not asked (off, or a sampled request)";
+        a.cache_debug_refused = r.rag ? "a grounded answer is never cached"
+                                : r.logprobs >= 0 ? "an answer with logprobs is never cached"
+                                : r.grammar       ? "a structured answer is never cached"
+                                                  : "the caches were not asked (off, or a sampled request)";
     a.n_prompt = static_cast<int>(prompt.size());
     a.asked = std::move(r.messages);
     a.raw = r.raw;
     a.stop = stop_filter(std::move(r.stop));
-    gen_request g{a.gen_id, std::move(prompt), r.sampling, r.max_tokens};
+    a.logprobs = r.logprobs;
+    gen_request g{a.gen_id, std::move(prompt), r.sampling, r.max_tokens, r.logprobs, r.grammar,
+                  r.grammar ? st.cfg.vocab : nullptr};
     if (a.query) {
         a.held = std::move(g);
         self->send(st.cfg.cache, lookup_atom::value, *a.query);
@@ -438,7 +469,11 @@ session_actor::behavior_type session_impl(self_ptr self, session_config cfg, sub
         [self](const gen_event &e) {
             auto &st = self->state;
             if (!st.cur || e.id != st.cur->gen_id) return; // a request already answered
-            for (int32_t t : e.tokens) emit(self, st.cur->utf8.push(st.cfg.tok->token_bytes(t, false)));
+            for (size_t i = 0; i < e.tokens.size(); ++i) {
+                if (i < e.logprobs.size() && !st.cur->stopped)
+                    st.cur->lp_pending.push_back(logprob_of(*st.cfg.tok, e.logprobs[i]));
+                emit(self, st.cur->utf8.push(st.cfg.tok->token_bytes(e.tokens[i], false)));
+            }
             if (e.ended()) finish(self, e);
         },
     };

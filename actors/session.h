@@ -27,6 +27,7 @@
 #include <memory>
 
 #include "engine/chat_template.h"
+#include "engine/token_mask.h"
 #include "engine/tokenizer.h"
 #include "include/actorserve/request_check.h"
 
@@ -44,6 +45,7 @@ struct session_config {
     size_t rag_top_k = 4;        // passages asked for when the request leaves top_k at 0
     size_t rag_budget_tokens = 1024; // model tokens of passages, when the request leaves it at 0
     int retry_after_ms = 1000;   // the hint given with an overloaded knowledge base
+    std::shared_ptr<const token_vocab> vocab; // structured output's token classes (built once per model)
 };
 
 session_actor spawn_session(caf::actor_system &sys, const session_config &cfg, submit_target scheduler);

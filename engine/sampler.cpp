@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 namespace actorserve {
 namespace {
@@ -59,7 +60,8 @@ void apply_repeat_penalty(std::span<float> logits, std::span<const int32_t> hist
 sampler::sampler(const sampling_params &params) : params_(params), rng_(params.seed) {}
 
 std::span<const token_prob> sampler::distribution(std::span<const float> logits,
-                                                  std::span<const int32_t> history) {
+                                                  std::span<const int32_t> history,
+                                                  const std::vector<int32_t> *allowed) {
     const size_t n_vocab = logits.size();
     assert(n_vocab > 0);
     if (logits_.size() != n_vocab) {
@@ -69,9 +71,18 @@ std::span<const token_prob> sampler::distribution(std::span<const float> logits,
     }
     std::copy(logits.begin(), logits.end(), logits_.begin());
     apply_repeat_penalty(logits_, history, params_.repeat_penalty, params_.repeat_last_n, seen_);
+    if (allowed) {
+        assert(!allowed->empty());
+        // Every other id is -infinity: what logprobs() reports, and never a candidate below.
+        size_t j = 0;
+        for (size_t i = 0; i < n_vocab; ++i) {
+            if (j < allowed->size() && static_cast<size_t>((*allowed)[j]) == i) ++j;
+            else logits_[i] = -std::numeric_limits<float>::infinity();
+        }
+    }
 
     if (params_.temperature <= 0.0f) {
-        size_t best = 0;
+        size_t best = allowed ? static_cast<size_t>(allowed->front()) : 0;
         for (size_t i = 1; i < n_vocab; ++i)
             if (logits_[i] > logits_[best]) best = i; // strict: the lowest id wins ties
         cand_[0] = {static_cast<int32_t>(best), 1.0f};
@@ -79,8 +90,11 @@ std::span<const token_prob> sampler::distribution(std::span<const float> logits,
     }
 
     // cand_[0..n) holds (id, logit) until the softmax turns the logits into probabilities.
-    size_t n = n_vocab;
-    for (size_t i = 0; i < n; ++i) cand_[i] = {static_cast<int32_t>(i), logits_[i]};
+    size_t n = 0;
+    if (allowed)
+        for (int32_t id : *allowed) cand_[n++] = {id, logits_[static_cast<size_t>(id)]};
+    else
+        for (; n < n_vocab; ++n) cand_[n] = {static_cast<int32_t>(n), logits_[n]};
 
     // top-k: O(n_vocab) selection; the k survivors are left unordered.
     if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < n) {
@@ -131,8 +145,35 @@ std::span<const token_prob> sampler::distribution(std::span<const float> logits,
     return {cand_.data(), n};
 }
 
-int32_t sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
-    const std::span<const token_prob> d = distribution(logits, history);
+token_logprobs sampler::logprobs(int32_t chosen, int top) {
+    assert(!logits_.empty() && chosen >= 0 && static_cast<size_t>(chosen) < logits_.size());
+    const size_t n_vocab = logits_.size();
+    // logits_ still holds the penalised logits of the last call.
+    float max_l = logits_[0];
+    for (size_t i = 1; i < n_vocab; ++i) max_l = std::max(max_l, logits_[i]);
+    double sum = 0.0;
+    for (size_t i = 0; i < n_vocab; ++i) sum += std::exp(static_cast<double>(logits_[i]) - max_l);
+    const double log_z = static_cast<double>(max_l) + std::log(sum);
+    const auto lp = [&](size_t i) { return static_cast<float>(static_cast<double>(logits_[i]) - log_z); };
+
+    token_logprobs r;
+    r.id = chosen;
+    r.logprob = lp(static_cast<size_t>(chosen));
+    size_t finite = 0; // constrained decoding leaves the rest at -infinity: not alternatives
+    for (size_t i = 0; i < n_vocab; ++i) finite += std::isfinite(logits_[i]) ? 1 : 0;
+    const size_t k = std::min(static_cast<size_t>(std::max(top, 0)), finite);
+    if (k == 0) return r;
+    // cand_ is free scratch here: distribution()'s result is not read after this call.
+    for (size_t i = 0; i < n_vocab; ++i) cand_[i] = {static_cast<int32_t>(i), logits_[i]};
+    std::partial_sort(cand_.begin(), cand_.begin() + static_cast<ptrdiff_t>(k), cand_.end(), higher);
+    r.top.reserve(k);
+    for (size_t i = 0; i < k; ++i) r.top.emplace_back(cand_[i].id, lp(static_cast<size_t>(cand_[i].id)));
+    return r;
+}
+
+int32_t sampler::sample(std::span<const float> logits, std::span<const int32_t> history,
+                        const std::vector<int32_t> *allowed) {
+    const std::span<const token_prob> d = distribution(logits, history, allowed);
     if (d.size() == 1) return d[0].id;
     // Inverse CDF over the renormalised probabilities. The target is scaled by their float
     // sum so that rounding can never push it past the last token.

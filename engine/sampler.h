@@ -12,6 +12,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "include/actorserve/sampling.h" // sampling_params
@@ -34,6 +35,16 @@ struct token_prob {
     float p;
 };
 
+// What OpenAI's logprobs report for one sampled token: its natural log-probability under the
+// distribution the sampler saw (the logits after the repetition penalty, softmax at
+// temperature 1, before top-k / top-p / min-p cut anything), and the `top` most likely tokens
+// under the same distribution, most likely first (the lower id first on ties).
+struct token_logprobs {
+    int32_t id = 0;
+    float logprob = 0.0f;
+    std::vector<std::pair<int32_t, float>> top; // (id, logprob)
+};
+
 class sampler {
 public:
     explicit sampler(const sampling_params &params);
@@ -42,13 +53,24 @@ public:
     // sequence so far (prompt and generated), newest last.
     // cost: O(n_vocab) per call (penalty copy, top-k selection); with top_k = 0 and top_p < 1
     // the survivors of min-p are sorted, O(n log n) on a flat distribution.
-    int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
+    // allowed: when given, the only ids that may be drawn (ascending; non-empty), as constrained
+    // decoding computes them (engine/token_mask.h); the others count as probability 0, in
+    // sampling and in logprobs().
+    int32_t sample(std::span<const float> logits, std::span<const int32_t> history,
+                   const std::vector<int32_t> *allowed = nullptr);
 
     // The distribution sample() draws from: surviving tokens and their renormalised
     // probabilities (sum 1), most likely first when top_p < 1 cut them, otherwise in no
     // particular order. Greedy gives the argmax with p = 1. The span is valid until the next
     // call. Consumes no randomness.
-    std::span<const token_prob> distribution(std::span<const float> logits, std::span<const int32_t> history);
+    std::span<const token_prob> distribution(std::span<const float> logits, std::span<const int32_t> history,
+                                             const std::vector<int32_t> *allowed = nullptr);
+
+    // The log-probabilities of the last call's input (sample() or distribution()) for the token
+    // `chosen` and its `top` (<= 20) most likely alternatives. Consumes no randomness and does
+    // not change what the sampler draws next.
+    // cost: O(n_vocab) (one log-sum-exp, one partial selection); nothing when never called.
+    token_logprobs logprobs(int32_t chosen, int top);
 
     const sampling_params &params() const { return params_; }
 

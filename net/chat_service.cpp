@@ -105,7 +105,7 @@ std::optional<service_error> chat_service::make_room_for_request(const std::stri
 
 std::variant<std::shared_ptr<request_stream>, service_error>
 chat_service::start(const caller &who, std::optional<std::string> session_id, chat_request req, bool ephemeral,
-                    bool tokens, bool retain, std::optional<std::string> request_id) {
+                    bool tokens, bool retain, std::optional<std::string> request_id, int choices) {
     runtime *rt = rt_.load();
     if (!rt) return service_error{errc::overloaded, "the model is still loading", 1000};
     if (draining_) return service_error{errc::overloaded, "the server is shutting down", 0};
@@ -159,7 +159,9 @@ chat_service::start(const caller &who, std::optional<std::string> session_id, ch
     } else {
         spdlog::info("chat request: {} messages, {} bytes", req.messages.size(), bytes);
     }
-    stream->set_relay(spawn_relay(sys_, session, std::move(req), stream, ephemeral, tokens));
+    std::vector<chat_session> sessions{session};
+    for (int i = 1; ephemeral && i < choices; ++i) sessions.push_back(rt->open_session());
+    stream->set_relay(spawn_relay(sys_, std::move(sessions), std::move(req), stream, ephemeral, tokens));
     if (ephemeral && retain) {
         requests_[stream->request_id()] = stream; // its session ends with the request (the relay's)
     } else if (ephemeral) {

@@ -59,14 +59,15 @@ public:
     // tokens: false keeps no token events (the answer comes whole in done). retain (with
     // ephemeral): the session is the request's alone but the request is retained for resume, as
     // an OpenAI stream is (GET /v1/streams/{id}). request_id: the id to give it (random, "r-..."),
-    // when the caller needs it first; nullopt: a new one. The stream's first event (start) is
-    // appended here.
+    // when the caller needs it first; nullopt: a new one. choices (with ephemeral): OpenAI's n,
+    // that many sessions answering side by side (net/relay.h). The stream's first event (start)
+    // is appended here.
     // Quotas: one principal holds at most sessions.max_per_client sessions and
     // max_retained_per_client retained requests, and at its quota makes room among its own;
     // when the server's caps are reached, room is made among the largest holder's.
     std::variant<std::shared_ptr<request_stream>, service_error>
     start(const caller &who, std::optional<std::string> session_id, chat_request req, bool ephemeral, bool tokens,
-          bool retain = false, std::optional<std::string> request_id = std::nullopt);
+          bool retain = false, std::optional<std::string> request_id = std::nullopt, int choices = 1);
 
     // A retained request that `who` owns: not_found when unknown, forbidden when another's.
     std::variant<std::shared_ptr<request_stream>, service_error> find(const std::string &request_id, const caller &who);

@@ -68,7 +68,8 @@ void http_session::start_completion(bool chat, const request &req) {
         token = random_id("t-");
         who.principal = "conn:" + *token;
     }
-    auto started = srv_->service.start(who, std::nullopt, oreq_.req, true, oreq_.stream, /*retain=*/oreq_.stream);
+    auto started = srv_->service.start(who, std::nullopt, oreq_.req, true, oreq_.stream, /*retain=*/oreq_.stream,
+                                       std::nullopt, oreq_.n);
     if (auto *e = std::get_if<service_error>(&started)) return respond_error(e->code, e->message, {}, e->retry_after_ms);
     rs_ = std::get<std::shared_ptr<request_stream>>(std::move(started));
     resp_id_ = (chat ? "chatcmpl-" : "cmpl-") + rs_->request_id().substr(2);
@@ -77,6 +78,9 @@ void http_session::start_completion(bool chat, const request &req) {
         request_stream::openai_info info;
         info.chat = chat;
         info.include_usage = oreq_.include_usage;
+        info.n = oreq_.n;
+        info.tool_call = oreq_.tool_call;
+        info.logprobs = oreq_.req.logprobs;
         info.response_id = resp_id_;
         info.grace_s = srv_->cfg.sse_resume_grace_s;
         rs_->set_openai(std::move(info));
@@ -89,7 +93,8 @@ void http_session::follow_stream(size_t from, int delivered) {
     next_ = from;
     skip_sub_ = delivered;
     sse_started_ = false;
-    first_chunk_ = from == 0;
+    role_sent_.assign(static_cast<size_t>(oreq_.n), from != 0);
+    choice_ends_.clear();
     done_ = false;
     rs_->follow(std::weak_ptr<stream_follower>(waker_));
     watch_peer();
@@ -169,6 +174,9 @@ void http_session::route_streams(const request &req) {
     oreq_ = openai_request{};
     oreq_.chat = info->chat;
     oreq_.include_usage = info->include_usage;
+    oreq_.n = info->n;
+    oreq_.tool_call = info->tool_call;
+    oreq_.req.logprobs = info->logprobs;
     oreq_.stream = true;
     resp_id_ = info->response_id;
     resume_url_ = path_ + (token ? "?resume_token=" + *token : "");
@@ -188,19 +196,28 @@ void http_session::pump() {
         const size_t index = first + k;
         if (e.kind == stream_event::start) continue;
         if (!sse_started_ && (e.kind == stream_event::error || !oreq_.stream)) {
-            if (e.kind == stream_event::token) continue; // stream: false answers with done's text
+            if (e.kind == stream_event::token) { // stream: false answers with done's text
+                if (e.choice_end) choice_ends_.push_back(e);
+                continue;
+            }
             // Nothing sent yet: the answer (or the error, with its own status) is one response.
             end_whole();
             if (e.kind == stream_event::error) return respond_error(e.code, e.message, {}, e.retry_after_ms);
-            return respond(http::status::ok, render_openai_response(oreq_, resp_id_, srv_->created, srv_->model_name, e));
+            if (oreq_.n == 1) choice_ends_.assign(1, e);
+            return respond(http::status::ok,
+                           render_openai_response(oreq_, resp_id_, srv_->created, srv_->model_name, e, choice_ends_));
         }
         start_sse();
         std::vector<std::string> out; // the SSE events of this stream event, in order
         if (e.kind == stream_event::error) {
             out.push_back(render_openai_error(e.code, e.message));
-        } else {
-            out.push_back(render_openai_chunk(oreq_, resp_id_, srv_->created, srv_->model_name, e, first_chunk_));
-            first_chunk_ = false;
+        } else if (oreq_.tool_call && e.kind == stream_event::token && !e.choice_end) {
+            // a tool call's text goes out whole with its choice's end
+        } else if (e.kind != stream_event::done || oreq_.n == 1) { // n > 1: each choice ended already
+            const auto c = static_cast<size_t>(e.choice);
+            const bool role = c < role_sent_.size() && !role_sent_[c];
+            out.push_back(render_openai_chunk(oreq_, resp_id_, srv_->created, srv_->model_name, e, role));
+            if (c < role_sent_.size()) role_sent_[c] = true;
         }
         if (e.ends()) {
             if (e.kind == stream_event::done && oreq_.include_usage)

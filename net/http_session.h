@@ -109,7 +109,9 @@ private:
     response_view rview_;          // a Responses API answer: its object as the events so far leave it
     int skip_sub_ = 0;             // resume: SSE events of stream event next_ already delivered
     std::string resume_url_;       // sent as X-Resume-URL with the stream's headers
-    bool sse_started_ = false, first_chunk_ = true, watching_ = false, done_ = false;
+    bool sse_started_ = false, watching_ = false, done_ = false;
+    std::vector<bool> role_sent_;          // per choice: its first chunk (with the role) is out
+    std::vector<stream_event> choice_ends_; // stream: false with n > 1: each choice's end
     bool wrote_since_ping_ = false;
     asio::steady_timer ping_timer_; // while a stream waits for events: server.sse_ping_s
     write_queue outq_;             // the event stream's bytes to send (net/write_queue.h)

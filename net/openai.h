@@ -6,6 +6,7 @@
 
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "net/config.h"
 #include "net/json_request.h"
@@ -13,11 +14,15 @@
 
 namespace actorserve {
 
+constexpr int kMaxChoices = 16; // n: choices of one request
+
 struct openai_request {
     bool chat = true;          // chat.completion; false: text_completion (raw prompt)
     chat_request req;
     bool stream = false;
     bool include_usage = false;
+    int n = 1;                 // choices, each a sequence of its own (seed + i)
+    bool tool_call = false;    // tools with tool_choice required or named: answered as tool_calls
     std::string model;
     bool responses = false;    // the Responses API's (net/responses_api.h): rendered as its events
 };
@@ -26,9 +31,12 @@ std::variant<openai_request, request_problem> parse_openai(simdjson::dom::parser
                                                            bool chat, const server_config &cfg,
                                                            const std::string &model_name);
 
-// One response object for a whole answer (stream: false).
+// One response object for a whole answer (stream: false): the request's done event (usage,
+// cache and RAG extensions) and each choice's end (n = 1: done itself; n > 1: the choice_end
+// events, in any order).
 std::string render_openai_response(const openai_request &r, const std::string &id, int64_t created,
-                                   const std::string &model, const stream_event &done);
+                                   const std::string &model, const stream_event &done,
+                                   const std::vector<stream_event> &ends);
 // A stream chunk: role (first), a content delta, the finish reason (last), or usage.
 std::string render_openai_chunk(const openai_request &r, const std::string &id, int64_t created,
                                 const std::string &model, const stream_event &e, bool first);

@@ -8,16 +8,21 @@
 #include <caf/all.hpp>
 
 #include <memory>
+#include <vector>
 
 #include "include/actorserve/messages.h"
 #include "net/request_stream.h"
 
 namespace actorserve {
 
-// own_session: the session exists for this request alone and ends with it.
+// sessions: one per choice (OpenAI's n); choice i asks with seed + i. With several, each
+// choice's deltas are token events of that choice, each choice's end a token event with
+// choice_end, and done (choice 0's, usage of all) follows the last; an error of one choice
+// cancels the others and ends the request.
+// own_session: the sessions exist for this request alone and end with it.
 // tokens: append a token event per delta; false (stream: false) keeps only start and the end,
 // so event ids stay consecutive and the stream holds the text once.
-caf::actor spawn_relay(caf::actor_system &sys, chat_session session, chat_request req,
+caf::actor spawn_relay(caf::actor_system &sys, std::vector<chat_session> sessions, chat_request req,
                        std::shared_ptr<request_stream> stream, bool own_session, bool tokens);
 
 } // namespace actorserve

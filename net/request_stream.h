@@ -36,6 +36,12 @@ struct stream_event {
     float similarity = 0.0f;        // done, with cached
     std::vector<rag_source> sources; // done, with rag: the passages the prompt gave, numbered
     std::string cache_scope, cached_question, cache_debug_refused; // done, with cache_debug
+    std::vector<token_logprob> logprobs; // token: its tokens'; done: every token's (chat_request::logprobs)
+    size_t text_offset = 0;         // token: bytes of the answer before this delta
+    // OpenAI's n > 1 (net/relay.h): the choice a token event belongs to; choice_end: that
+    // choice ended, with what a done event holds for it (text, finish_reason, usage, logprobs).
+    int choice = 0;
+    bool choice_end = false;
     bool ends() const { return kind == done || kind == error; }
 };
 
@@ -72,6 +78,9 @@ public:
     struct openai_info {
         bool chat = true;
         bool include_usage = false;
+        int n = 1;                 // choices
+        bool tool_call = false;    // answered as tool_calls (net/openai_tools.h)
+        int logprobs = -1;         // chat_request::logprobs
         std::string response_id;
         // A response of the Responses API (net/responses_api.h), and what its object shows.
         bool responses = false;

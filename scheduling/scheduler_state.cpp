@@ -145,6 +145,20 @@ bool scheduler_state::make_room(int64_t for_id) {
     return false;
 }
 
+bool scheduler_state::shares_prefix_in_progress(const sequence &s) const {
+    const int B = kv_.block_size();
+    // The blocks admission could find cached: those of the prompt's full blocks before its last
+    // token (the last is always computed, for its logits).
+    const int shared = (static_cast<int>(s.tokens.size()) - 1) / B * B;
+    if (shared == 0 || s.admitted) return false; // a preempted one resumes at once
+    for (int64_t id : running_) {
+        const sequence &r = seqs_.at(id);
+        if (r.num_computed >= shared || static_cast<int>(r.tokens.size()) < shared) continue;
+        if (std::equal(s.tokens.begin(), s.tokens.begin() + shared, r.tokens.begin())) return true;
+    }
+    return false;
+}
+
 bool scheduler_state::try_admit(sequence &s, int budget) {
     if (free_slots_.empty() || budget <= 0) return false;
     std::string err;
@@ -192,6 +206,9 @@ step_plan scheduler_state::plan() {
         if (s.first) {
             q.history.assign(s.tokens.begin(), s.tokens.begin() + s.num_computed);
             q.sampling = s.req.sampling;
+            q.logprobs = s.req.logprobs;
+            q.grammar = s.req.grammar;
+            q.vocab = s.req.vocab;
         }
         s.first = false;
         s.in_step = true;
@@ -220,11 +237,17 @@ step_plan scheduler_state::plan() {
         }
         if (fits) add(s, n);
     }
-    // Then admissions, first come first served, while slots, blocks and budget last.
-    while (!waiting_.empty() && budget > 0) {
-        sequence &s = seqs_.at(waiting_.front());
+    // Then admissions, first come first served, while slots, blocks and budget last. A request
+    // whose prompt's full blocks a running one is computing right now waits for them (it then
+    // finds them cached) rather than computing them a second time.
+    for (auto it = waiting_.begin(); it != waiting_.end() && budget > 0;) {
+        sequence &s = seqs_.at(*it);
+        if (shares_prefix_in_progress(s)) {
+            ++it;
+            continue;
+        }
         if (!try_admit(s, budget)) break;
-        waiting_.pop_front();
+        it = waiting_.erase(it);
         add(s, std::min(static_cast<int>(s.tokens.size()) - s.num_computed, budget));
     }
     in_flight_ = !p.seqs.empty();

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -19,6 +20,7 @@
 
 #include "scheduling/kv_blocks.h"
 #include "engine/sampler.h"
+#include "engine/token_mask.h"
 #include "include/actorserve/errc.h"
 #include "include/actorserve/finish_reason.h"
 
@@ -41,6 +43,11 @@ struct gen_request {
     std::vector<int32_t> prompt;    // non-empty
     sampling_params sampling;
     int max_tokens = 256;           // >= 1
+    int logprobs = -1;              // >= 0: report each sampled token's logprob and this many
+                                    // top alternatives (step_result::logprobs); -1: none
+    // Structured output: only tokens the grammar admits are sampled (engine/token_mask.h).
+    std::shared_ptr<const json_grammar> grammar = nullptr;
+    std::shared_ptr<const token_vocab> vocab = nullptr; // with grammar
 };
 
 // One sequence's share of a step: what the executor computes for it.
@@ -54,6 +61,9 @@ struct step_seq {
     bool first = false;               // first step since (re)admission
     std::vector<int32_t> history;     // when first: the tokens before pos0, for the penalty
     sampling_params sampling;         // when first
+    int logprobs = -1;                // when first: gen_request::logprobs
+    std::shared_ptr<const json_grammar> grammar = nullptr; // when first: gen_request's
+    std::shared_ptr<const token_vocab> vocab = nullptr;
 };
 
 struct step_plan {
@@ -155,6 +165,9 @@ private:
 
     std::optional<reject> check(const gen_request &r) const;
     bool try_admit(sequence &s, int budget);
+    // A running sequence is computing the full blocks of s's prompt now (OpenAI's n choices,
+    // identical requests at once): s waits and then finds them cached.
+    bool shares_prefix_in_progress(const sequence &s) const;
     bool make_room(int64_t for_id);   // preempts the youngest other running sequence
     void preempt(int64_t id);
     void finish(int64_t id, std::optional<finish_reason> reason, std::vector<seq_event> &out); // nullopt: failed

@@ -34,14 +34,35 @@ step_result step_runner::run(const step_plan &plan) {
     int out = 0;
     for (const step_seq &q : plan.seqs) {
         auto it = seqs_.find(q.id);
-        if (it == seqs_.end()) it = seqs_.emplace(q.id, seq_state{sampler(q.sampling), {}}).first;
+        if (it == seqs_.end()) {
+            it = seqs_.emplace(q.id, seq_state{sampler(q.sampling), {}}).first;
+            if (q.grammar && q.vocab) {
+                it->second.grammar = q.grammar;
+                it->second.vocab = q.vocab;
+                it->second.matcher.emplace(*q.grammar);
+            }
+        }
         seq_state &s = it->second;
-        if (q.first) s.history = q.history;
+        if (q.first) {
+            s.history = q.history;
+            s.logprobs = q.logprobs;
+        }
         s.history.insert(s.history.end(), q.tokens.begin(), q.tokens.end());
         if (!q.sample) continue;
         const float *logits = ctx_->logits(static_cast<size_t>(out++));
         const auto n_vocab = static_cast<size_t>(ctx_->n_vocab());
-        r.sampled.emplace_back(q.id, s.smp.sample({logits, n_vocab}, s.history));
+        const std::vector<int32_t> *allowed = nullptr;
+        if (s.matcher) {
+            s.vocab->allowed(*s.matcher, s.allowed);
+            // note: never empty in practice (every byte has a token of its own); if it were, the
+            // sequence ends rather than leave the grammar.
+            if (s.allowed.empty()) s.allowed.assign(s.vocab->eog().begin(), s.vocab->eog().begin() + 1);
+            allowed = &s.allowed;
+        }
+        const int32_t tok = s.smp.sample({logits, n_vocab}, s.history, allowed);
+        if (s.matcher && !s.vocab->is_eog(tok)) s.matcher->feed(s.vocab->bytes(tok));
+        r.sampled.emplace_back(q.id, tok);
+        if (s.logprobs >= 0) r.logprobs.emplace_back(q.id, s.smp.logprobs(tok, s.logprobs));
     }
     r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return r;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -22,6 +23,7 @@ namespace actorserve {
 
 struct step_result {
     std::vector<std::pair<int64_t, int32_t>> sampled; // (sequence id, token), plan order
+    std::vector<std::pair<int64_t, token_logprobs>> logprobs; // for sequences that asked (gen_request::logprobs)
     std::string error;                                // non-empty: the step failed, nothing sampled
     double ms = 0.0;                                  // wall time of decode + sampling
     int n_tokens = 0;                                 // tokens computed
@@ -46,6 +48,13 @@ private:
     struct seq_state {
         sampler smp;
         std::vector<int32_t> history; // tokens computed so far (prefix included)
+        int logprobs = -1;            // step_seq::logprobs
+        // Structured output: the grammar's state after the tokens sampled so far (kept across
+        // preemption, as the sampler is), and the tokens it admits next.
+        std::shared_ptr<const json_grammar> grammar = nullptr;
+        std::shared_ptr<const token_vocab> vocab = nullptr;
+        std::optional<json_matcher> matcher = std::nullopt;
+        std::vector<int32_t> allowed = {};
     };
 
     std::unique_ptr<batch_decoder> ctx_;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create the Python environment the network tests use: .venv-test/ with the
 # official openai client and Playwright for Python, and the gguf package (with numpy) that
-# writes the tiny models of tests/engine/test_arch.cpp, at pinned versions.
+# writes the tiny models of tests/engine/test_arch.cpp, and jsonschema, which validates the
+# structured outputs (tests/net/structured_output_test.py), at pinned versions.
 #
 # Playwright's own browser builds are not downloaded: the page test drives
 # Debian's /usr/bin/chromium (package chromium, installed by scripts/setup.sh).
@@ -21,6 +22,7 @@ PINS=(
   "playwright==1.65.2"
   "gguf==0.19.0"
   "numpy==2.4.6"
+  "jsonschema==4.26.0"
 )
 STAMP="${VENV}/.pins"
 PYTHON="${PYTHON:-python3}"
@@ -31,7 +33,7 @@ die() { printf 'test-venv: error: %s\n' "$*" >&2; exit 1; }
 wanted="$(printf '%s\n' "${PINS[@]}")"
 
 if [[ -x "${VENV}/bin/python" && -f "$STAMP" && "$(cat "$STAMP")" == "$wanted" ]] \
-   && "${VENV}/bin/python" -c 'import openai, playwright.sync_api, gguf, numpy' 2>/dev/null; then
+   && "${VENV}/bin/python" -c 'import openai, playwright.sync_api, gguf, numpy, jsonschema' 2>/dev/null; then
   say "${VENV}: ${PINS[*]} present"
   exit 0
 fi
@@ -50,7 +52,7 @@ say "installing ${PINS[*]} from PyPI"
 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
   "${VENV}/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "${PINS[@]}" \
   || die "pip install of ${PINS[*]} failed"
-"${VENV}/bin/python" -c 'import openai, playwright.sync_api, gguf, numpy' \
+"${VENV}/bin/python" -c 'import openai, playwright.sync_api, gguf, numpy, jsonschema' \
   || die "the installed packages do not import"
 printf '%s\n' "$wanted" > "$STAMP"
 

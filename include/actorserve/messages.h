@@ -12,6 +12,7 @@
 #include <caf/all.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,8 @@
 #include "include/actorserve/sampling.h"
 
 namespace actorserve {
+
+struct json_grammar; // engine/json_grammar.h: structured output
 
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using get_atom = caf::atom_constant<caf::atom("get")>;
@@ -45,6 +48,18 @@ struct rag_source {
     bool flagged = false;                 // its text read as instructions and was quoted as data
 };
 
+// A sampled token's log-probability (chat_request::logprobs): bytes are the token's text as the
+// tokenizer decodes it, which may be part of a UTF-8 character.
+struct token_alternative {
+    std::string bytes;
+    float logprob = 0.0f;
+};
+struct token_logprob {
+    std::string bytes;
+    float logprob = 0.0f;
+    std::vector<token_alternative> top;   // the most likely tokens at that step, most likely first
+};
+
 struct chat_request {
     int64_t id = 0;                       // the client's; echoed in every event of this request
     std::vector<chat_message> messages;   // appended to the session's turns (usually one user turn)
@@ -60,11 +75,20 @@ struct chat_request {
     bool cache_debug = false;             // done says which cache scope was asked and, on a
                                           // semantic hit, the question the answer was cached for
                                           // (when the server allows it: [cache] debug_hits)
+    int logprobs = -1;                    // 0..20: every delta carries the logprobs of its tokens
+                                          // with this many alternatives, done all of them
+                                          // (never answered from the caches); -1: none
+    std::shared_ptr<const json_grammar> grammar = nullptr; // structured output: the answer is a JSON
+                                          // document of this grammar (compile_json_schema();
+                                          // never answered from the caches)
 };
 
 struct chat_delta {
     int64_t id = 0;
     std::string text;                     // non-empty
+    std::vector<token_logprob> logprobs;  // with chat_request::logprobs: the tokens that arrived
+                                          // since the last delta (their bytes join to text, but
+                                          // for a character split across deltas)
 };
 
 struct chat_usage {
@@ -83,6 +107,7 @@ struct chat_done {
     float similarity = 0.0f;              // with cached: the question's cosine to the cached
                                           // one (1 for exact)
     std::vector<rag_source> sources;      // with rag: the passages given, in prompt order
+    std::vector<token_logprob> logprobs;  // with chat_request::logprobs: every token of text
     // With cache_debug: the semantic scope's id (what [cache] semantic_off names), the question a
     // semantic hit's answer was cached for, or why the server gave neither.
     std::string cache_scope, cached_question, cache_debug_refused;

@@ -39,6 +39,7 @@ namespace actorserve {
 struct llama_hparams;
 class llama_model;
 class tokenizer;
+class token_vocab;
 class chat_template;
 struct scheduler_settings;
 
@@ -110,6 +111,7 @@ private:
     std::shared_ptr<const scheduler_settings> settings_;
     std::shared_ptr<const llama_model> model_;
     std::shared_ptr<const tokenizer> tok_;
+    std::shared_ptr<const token_vocab> vocab_; // structured output's token classes
     std::shared_ptr<const chat_template> tmpl_;
     struct actors;                   // the typed handles (actors/protocol.h), in runtime.cpp
     std::shared_ptr<actors> actors_;

@@ -265,3 +265,47 @@ TEST_CASE("sampler: min_p = 1 keeps only the most likely token, whatever the see
         CHECK(s.sample(std::vector<float>{1.0f, 3.0f, 2.9f, -1.0f}, kNoHistory) == 1);
     }
 }
+
+TEST_CASE("logprobs: log softmax at temperature 1 before the cuts, top most likely first, no randomness used") {
+    const std::vector<float> l = logits_of({0.1f, 0.4f, 0.2f, 0.3f});
+    sampling_params p = plain(0.5f);
+    p.top_k = 2; // cuts what is drawn from, not what logprobs report
+    p.seed = 7;
+    sampler a(p), b(p);
+    for (int i = 0; i < 20; ++i) {
+        const int32_t t = a.sample(l, kNoHistory);
+        CHECK(b.sample(l, kNoHistory) == t);
+        const token_logprobs r = a.logprobs(t, 3); // between draws: must not move a's generator
+        CHECK(r.id == t);
+        CHECK(r.logprob == doctest::Approx(std::log(t == 1 ? 0.4 : 0.3)).epsilon(1e-5));
+        REQUIRE(r.top.size() == 3);
+        CHECK(r.top[0].first == 1);
+        CHECK(r.top[1].first == 3);
+        CHECK(r.top[2].first == 2);
+        CHECK(r.top[0].second == doctest::Approx(std::log(0.4)).epsilon(1e-5));
+        CHECK(r.top[2].second == doctest::Approx(std::log(0.2)).epsilon(1e-5));
+    }
+    // The unsampled token 0 (cut by top-k) still has its probability under the full softmax.
+    CHECK(a.logprobs(0, 0).logprob == doctest::Approx(std::log(0.1)).epsilon(1e-5));
+    CHECK(a.logprobs(0, 0).top.empty());
+    CHECK(a.logprobs(0, 99).top.size() == 4); // capped at the vocabulary
+}
+
+TEST_CASE("logprobs: the repetition penalty is part of the distribution they describe") {
+    const std::vector<float> l{2.0f, 1.0f, 0.0f};
+    sampling_params p = plain(0.0f);
+    p.repeat_penalty = 2.0f;
+    sampler s(p);
+    const std::vector<int32_t> history{0};
+    const int32_t t = s.sample(l, history); // token 0's logit is halved to 1.0: a tie, the lower id wins
+    CHECK(t == 0);
+    const token_logprobs r = s.logprobs(t, 2);
+    const double z = std::log(2 * std::exp(1.0) + 1.0);
+    CHECK(r.logprob == doctest::Approx(1.0 - z).epsilon(1e-5));
+    REQUIRE(r.top.size() == 2);
+    CHECK(r.top[0].first == 0); // the tie of 0 and 1 ordered by id
+    CHECK(r.top[1].first == 1);
+    double total = 0;
+    for (float v : {1.0f, 1.0f, 0.0f}) total += std::exp(v - z);
+    CHECK(total == doctest::Approx(1.0));
+}

@@ -10,6 +10,7 @@ non-zero when any check fails. The expected behaviour is docs/protocol.md's.
 """
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -292,6 +293,93 @@ def _():
         f"streamed completion_tokens {usage[0].usage.completion_tokens} != {r.usage.completion_tokens}"
 
 
+# --------------------------------------------------------------- logprobs --
+def check_token_logprobs(entries, text, n_top, greedy):
+    """Each entry's bytes join to the text; alternatives sorted, at most n_top, and their
+    probabilities sum like probabilities (<= 1, the chosen token among them when greedy)."""
+    assert entries, "no logprobs entries"
+    joined = b"".join(bytes(e.bytes) for e in entries)
+    assert joined == text.encode(), f"the tokens' bytes {joined!r} are not the text {text.encode()!r}"
+    for e in entries:
+        assert e.logprob <= 0.0, f"logprob {e.logprob} > 0"
+        assert len(e.top_logprobs) == n_top, f"{len(e.top_logprobs)} alternatives, asked {n_top}"
+        lps = [a.logprob for a in e.top_logprobs]
+        assert lps == sorted(lps, reverse=True), f"alternatives not most likely first: {lps}"
+        total = sum(math.exp(v) for v in lps)
+        assert total <= 1.0 + 1e-4, f"top {n_top} probabilities sum to {total} > 1"
+        if greedy:
+            top = e.top_logprobs[0]
+            assert bytes(top.bytes) == bytes(e.bytes) and abs(top.logprob - e.logprob) < 1e-6, \
+                f"greedy chose {e.token!r} ({e.logprob}) but the most likely is {top.token!r} ({top.logprob})"
+        elif n_top:
+            assert any(bytes(a.bytes) == bytes(e.bytes) for a in e.top_logprobs) or \
+                e.logprob <= e.top_logprobs[-1].logprob + 1e-6, f"{e.token!r} ranks above an alternative it is not among"
+
+
+@check("chat logprobs with top_logprobs=20: bytes join to the answer, probabilities sum to at most 1, streamed the same")
+def _():
+    r = client.chat.completions.create(model=model_id(), messages=CHAT_MESSAGES, temperature=0,
+                                       max_tokens=16, logprobs=True, top_logprobs=20)
+    c = r.choices[0]
+    assert c.logprobs is not None and c.logprobs.content, f"no logprobs: {c.logprobs}"
+    check_token_logprobs(c.logprobs.content, c.message.content, 20, greedy=True)
+    assert len(c.logprobs.content) <= r.usage.completion_tokens, \
+        f"{len(c.logprobs.content)} entries for {r.usage.completion_tokens} tokens"
+    mass = [sum(math.exp(a.logprob) for a in e.top_logprobs) for e in c.logprobs.content]
+    print(f"     {len(mass)} tokens, top-20 mass min {min(mass):.3f} max {max(mass):.3f}")
+
+    chunks = list(client.chat.completions.create(model=model_id(), messages=CHAT_MESSAGES, temperature=0,
+                                                 max_tokens=16, logprobs=True, top_logprobs=20, stream=True))
+    streamed = [e for ch in chunks if ch.choices and ch.choices[0].logprobs for e in ch.choices[0].logprobs.content]
+    text = "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices)
+    assert text == c.message.content, f"streamed {text!r} != {c.message.content!r}"
+    assert [(e.token, round(e.logprob, 4)) for e in streamed] == \
+        [(e.token, round(e.logprob, 4)) for e in c.logprobs.content], "streamed logprobs differ from the whole answer's"
+
+    s = client.chat.completions.create(model=model_id(), messages=CHAT_MESSAGES, temperature=1.0, seed=5,
+                                       max_tokens=16, logprobs=True, top_logprobs=3)
+    check_token_logprobs(s.choices[0].logprobs.content, s.choices[0].message.content, 3, greedy=False)
+    plain = client.chat.completions.create(model=model_id(), messages=CHAT_MESSAGES, temperature=0, max_tokens=16)
+    assert plain.choices[0].logprobs is None, "logprobs given unasked"
+    assert plain.choices[0].message.content == c.message.content, "asking for logprobs changed the answer"
+
+
+@check("completions logprobs=5: tokens, token_logprobs, top_logprobs, text_offset as OpenAI's legacy shape")
+def _():
+    r = client.completions.create(model=model_id(), prompt=COMPLETION_PROMPT, temperature=0,
+                                  max_tokens=8, logprobs=5)
+    lp = r.choices[0].logprobs
+    text = r.choices[0].text
+    assert lp is not None and lp.tokens, f"no logprobs: {lp}"
+    n = len(lp.tokens)
+    assert len(lp.token_logprobs) == n and len(lp.top_logprobs) == n and len(lp.text_offset) == n, \
+        f"lengths differ: {len(lp.tokens)} {len(lp.token_logprobs)} {len(lp.top_logprobs)} {len(lp.text_offset)}"
+    assert lp.text_offset[0] == 0, f"text_offset starts at {lp.text_offset[0]}"
+    for i in range(n):
+        top = lp.top_logprobs[i]
+        assert 1 <= len(top) <= 5, f"token {i}: {len(top)} alternatives"
+        best = max(top.values())
+        assert abs(best - lp.token_logprobs[i]) < 1e-6, f"greedy token {i} is not the most likely: {lp.token_logprobs[i]} vs {best}"
+        assert sum(math.exp(v) for v in top.values()) <= 1.0 + 1e-4, f"token {i}: top probabilities sum past 1"
+    if all(not t.startswith("bytes:") for t in lp.tokens):
+        assert "".join(lp.tokens) == text, f"tokens {lp.tokens} do not join to {text!r}"
+    chunks = list(client.completions.create(model=model_id(), prompt=COMPLETION_PROMPT, temperature=0,
+                                            max_tokens=8, logprobs=5, stream=True))
+    offsets = [o for ch in chunks if ch.choices and ch.choices[0].logprobs for o in ch.choices[0].logprobs.text_offset]
+    assert offsets == lp.text_offset, f"streamed text_offset {offsets} != {lp.text_offset}"
+
+
+@check("logprobs refusals: top_logprobs 21 and top_logprobs without logprobs are 400s naming top_logprobs")
+def _():
+    for kwargs in ({"logprobs": True, "top_logprobs": 21}, {"top_logprobs": 3}):
+        try:
+            client.chat.completions.create(model=model_id(), messages=CHAT_MESSAGES, max_tokens=4, **kwargs)
+        except openai.BadRequestError as e:
+            assert e.param == "top_logprobs", f"param {e.param!r}: {e.body}"
+        else:
+            raise AssertionError(f"no error for {kwargs}")
+
+
 # ----------------------------------------------------------------- errors --
 @check("an unknown model: 404 NotFoundError")
 def _():
@@ -322,10 +410,10 @@ def _():
         raise AssertionError("no error for temperature -1")
 
 
-@check("n=2: 400 BadRequestError naming n")
+@check("n=17: 400 BadRequestError naming n")
 def _():
     try:
-        client.chat.completions.create(model=model_id(), messages=CHAT_MESSAGES, max_tokens=4, n=2)
+        client.chat.completions.create(model=model_id(), messages=CHAT_MESSAGES, max_tokens=4, n=17)
     except openai.BadRequestError as e:
         assert e.status_code == 400, f"status {e.status_code}"
         msg = e.body.get("message", "") if isinstance(e.body, dict) else str(e.body)
@@ -335,7 +423,45 @@ def _():
     except openai.APIStatusError as e:
         raise AssertionError(f"status {e.status_code} ({type(e).__name__}), expected 400: {e.body}")
     else:
-        raise AssertionError("no error for n=2")
+        raise AssertionError("no error for n=17")
+
+
+@check("n=3 choices equal three requests alone with seeds seed, seed+1, seed+2 (whole and streamed)")
+def _():
+    kw = dict(model=model_id(), messages=CHAT_MESSAGES, temperature=1.0, max_tokens=16)
+    r = client.chat.completions.create(n=3, seed=40, logprobs=True, **kw)
+    assert [c.index for c in r.choices] == [0, 1, 2], f"indexes {[c.index for c in r.choices]}"
+    alone = [client.chat.completions.create(seed=40 + i, **kw) for i in range(3)]
+    for i in range(3):
+        assert r.choices[i].message.content == alone[i].choices[0].message.content, \
+            f"choice {i}: {r.choices[i].message.content!r} != alone {alone[i].choices[0].message.content!r}"
+        assert r.choices[i].finish_reason == alone[i].choices[0].finish_reason, f"choice {i}: finish_reason differs"
+        check_token_logprobs(r.choices[i].logprobs.content, r.choices[i].message.content, 0, greedy=False)
+    want = sum(a.usage.completion_tokens for a in alone)
+    assert r.usage.completion_tokens == want, f"usage.completion_tokens {r.usage.completion_tokens}, choices alone {want}"
+    assert r.usage.prompt_tokens == alone[0].usage.prompt_tokens, "prompt_tokens counted more than once"
+    texts = {c.message.content for c in r.choices}
+    print(f"     {len(texts)} distinct answers of 3")
+
+    chunks = list(client.chat.completions.create(n=3, seed=40, stream=True, stream_options={"include_usage": True}, **kw))
+    streamed = {0: "", 1: "", 2: ""}
+    finishes, roles = {}, {}
+    for ch in chunks:
+        for c in ch.choices:
+            streamed[c.index] += c.delta.content or ""
+            if c.delta.role: roles[c.index] = c.delta.role
+            if c.finish_reason: finishes[c.index] = c.finish_reason
+    for i in range(3):
+        assert streamed[i] == alone[i].choices[0].message.content, f"streamed choice {i}: {streamed[i]!r}"
+        assert finishes.get(i) == alone[i].choices[0].finish_reason, f"streamed choice {i} finish {finishes.get(i)!r}"
+        assert roles.get(i) == "assistant", f"choice {i} has no role chunk"
+    usage = [ch for ch in chunks if not ch.choices]
+    assert len(usage) == 1 and usage[0].usage.completion_tokens == want, "streamed usage differs"
+
+    c = client.completions.create(model=model_id(), prompt=COMPLETION_PROMPT, temperature=1.0, max_tokens=8, n=2, seed=7)
+    one = client.completions.create(model=model_id(), prompt=COMPLETION_PROMPT, temperature=1.0, max_tokens=8, seed=8)
+    assert [x.index for x in c.choices] == [0, 1] and c.choices[1].text == one.choices[0].text, \
+        f"completions n=2: {[x.text for x in c.choices]} vs seed 8 alone {one.choices[0].text!r}"
 
 
 @check("malformed JSON body: 400 with a JSON error naming the problem")

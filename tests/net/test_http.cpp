@@ -302,14 +302,20 @@ TEST_CASE("http: errors have the documented status and an error body naming the 
     check_error(http_post(port, chat, R"({"messages": [{"role": "user", "content": "hi"}], "max_tokens": "ten"})"), 400,
                 "invalid_request", "max_tokens");
     check_error(http_post(port, chat, R"({"max_tokens": 4})"), 400, "invalid_request", "messages");
-    check_error(http_post(port, chat, R"({"messages": [{"role": "user", "content": "hi"}], "n": 2})"), 400,
+    check_error(http_post(port, chat, R"({"messages": [{"role": "user", "content": "hi"}], "n": 0})"), 400,
                 "invalid_request", "n");
-    check_error(http_post(port, chat, R"({"messages": [{"role": "user", "content": "hi"}], "logprobs": true})"), 400,
+    check_error(http_post(port, chat, R"({"messages": [{"role": "user", "content": "hi"}], "logprobs": "yes"})"), 400,
                 "invalid_request", "logprobs");
-    check_error(http_post(port, chat, R"({"messages": [{"role": "user", "content": "hi"}], "tools": []})"), 400,
+    check_error(http_post(port, chat, R"({"messages": [{"role": "user", "content": "hi"}], "top_logprobs": 2})"), 400,
+                "invalid_request", "top_logprobs");
+    check_error(http_post(port, chat, R"({"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "code"}], "tool_choice": "required"})"), 400,
                 "invalid_request", "tools");
     check_error(http_post(port, chat,
-                          R"({"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_object"}})"),
+                          R"({"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema",
+                              "json_schema": {"name": "x", "schema": {"type": "object", "properties": {"a": {"type": "string", "pattern": "^a"}}}}}})"),
+                400, "invalid_request", "pattern");
+    check_error(http_post(port, chat,
+                          R"({"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "xml"}})"),
                 400, "invalid_request", "response_format");
     check_error(http_post(port, chat, R"({"messages": [{"role": "user", "content": "hi"}], "temperature": -1})"), 422,
                 "unprocessable", "temperature");

@@ -163,6 +163,53 @@ TEST_CASE("step runner: requests sharing a prefix at the same time all read it c
     CHECK(h.sched.kv().n_free() == h.sched.kv().n_blocks());
 }
 
+TEST_CASE("step runner: identical prompts at once (n choices) compute their full blocks once, then decode side by side") {
+    std::mt19937 rng(23);
+    const std::vector<int32_t> prompt = random_prompt(rng, 14); // 3 full blocks of 4, and 2
+    scheduler_settings s = tiny_settings();
+    s.step_tokens = 48; // room for all three prompts in one step: only the deferral keeps two out
+    tiny_harness h(s);
+    for (int i = 0; i < 3; ++i) {
+        sampling_params p = test_support::greedy();
+        p.temperature = 1.0f;
+        p.top_k = 0;
+        p.seed = 100 + static_cast<uint64_t>(i);
+        REQUIRE(!h.sched.submit({i, prompt, p, 8}));
+    }
+    // The first step computes the first choice's prompt chunk alone: the others wait for its blocks.
+    step_plan first = h.sched.plan();
+    REQUIRE(first.seqs.size() == 1);
+    CHECK(first.seqs[0].id == 0);
+    step_result r = h.runner.run(first);
+    REQUIRE(r.error.empty());
+    h.absorb(h.sched.complete(r.sampled));
+    h.run_to_end();
+    // Choices 1 and 2 found 12 positions cached each; each sampled its own answer.
+    CHECK(h.sched.counts().prefix_hit_tokens == 24);
+    for (int i = 0; i < 3; ++i) CHECK_MESSAGE(!h.out[i].empty(), "choice " << i);
+    CHECK(h.sched.kv().n_free() == h.sched.kv().n_blocks());
+}
+
+TEST_CASE("step runner: different prompts that share only a system prompt are not held back") {
+    std::mt19937 rng(29);
+    const std::vector<int32_t> sys = random_prompt(rng, 8);
+    scheduler_settings s = tiny_settings();
+    s.step_tokens = 48;
+    tiny_harness h(s);
+    for (int i = 0; i < 2; ++i) {
+        std::vector<int32_t> p = sys;
+        const auto tail = random_prompt(rng, 5);
+        p.insert(p.end(), tail.begin(), tail.end());
+        REQUIRE(!h.sched.submit({i, p, greedy(), 4}));
+    }
+    step_plan first = h.sched.plan();
+    CHECK(first.seqs.size() == 2); // both admitted in the first step
+    step_result r = h.runner.run(first);
+    REQUIRE(r.error.empty());
+    h.absorb(h.sched.complete(r.sampled));
+    h.run_to_end();
+}
+
 TEST_CASE("step runner: under memory pressure the youngest is preempted and recomputed to the same answer") {
     std::mt19937 rng(17);
     scheduler_settings s = tiny_settings();
