@@ -297,7 +297,102 @@ void step(json_matcher::stack s, uint8_t b, std::vector<json_matcher::stack> &ou
     }
 }
 
+// The fewest bytes after which frame f's value is whole (its parents' share not counted).
+int frame_close(const json_matcher::frame &f) {
+    const json_node *n = f.node;
+    switch (n->kind) {
+    case json_node::string: {
+        const int deficit = std::max(0, n->min_length - f.count);
+        switch (f.phase) {
+        case s_open: return n->min_bytes;
+        case s_in: return deficit + 1;
+        case s_esc: return 1 + deficit + 1;
+        default: return f.need + deficit + 1; // inside a character or a \u escape
+        }
+    }
+    case json_node::number:
+    case json_node::integer: return completable(f) ? 0 : 1;
+    case json_node::literals: {
+        int m = 1 << 30;
+        const auto at = static_cast<size_t>(f.at);
+        const std::string &cur = n->texts[static_cast<size_t>(f.k)];
+        for (const std::string &t : n->texts)
+            if (t.size() >= at && t.compare(0, at, cur, 0, at) == 0) m = std::min(m, static_cast<int>(t.size() - at));
+        return m;
+    }
+    case json_node::free_object:
+        switch (f.phase) {
+        case c_open: return 2;
+        case c_first: case c_after: return 1;
+        case c_colon: return 3;       // : 0 }
+        case c_value: return 2;       // 0 }
+        default: return 5;            // after ',': "": 0 }
+        }
+    case json_node::array: {
+        const int item = n->item->min_bytes;
+        if (f.phase == c_open) return n->min_bytes;
+        int due = std::max(0, n->min_items - f.count);
+        if (f.phase == c_first) return due == 0 ? 1 : due * item + due - 1 + 1;
+        if (f.phase == c_after) return due * (1 + item) + 1;
+        due = std::max(1, due); // after ',': an item is due
+        return item + (due - 1) * (1 + item) + 1;
+    }
+    case json_node::object: {
+        if (f.phase == c_open) return n->min_bytes;
+        auto prop = [&](size_t j) { return static_cast<int>(n->keys[j].size()) + 1 + n->values[j]->min_bytes; };
+        // Required properties after `from`, each with the comma before it.
+        auto rest = [&](int from, int &count) {
+            int total = 0;
+            count = 0;
+            for (size_t j = static_cast<size_t>(from); j < n->keys.size(); ++j)
+                if (n->required[j]) total += 1 + prop(j), ++count;
+            return total;
+        };
+        int cnt = 0;
+        switch (f.phase) {
+        case c_first: {
+            const int r = rest(f.count + 1, cnt);
+            return cnt ? r - 1 + 1 : 1; // no comma before the first
+        }
+        case c_next: {
+            const int r = rest(f.count + 1, cnt);
+            if (cnt) return r - 1 + 1;
+            int cheapest = 1 << 30; // an optional property is due after the comma
+            for (size_t j = static_cast<size_t>(f.count + 1); j < n->keys.size(); ++j) cheapest = std::min(cheapest, prop(j));
+            return cheapest + 1;
+        }
+        case c_key: { // the cheapest key still agreeing with the bytes typed
+            const auto at = static_cast<size_t>(f.at);
+            const std::string &cur = n->keys[static_cast<size_t>(f.k)];
+            int best = 1 << 30;
+            for (int j = first_candidate(f); j <= last_candidate(f); ++j) {
+                const auto u = static_cast<size_t>(j);
+                if (n->keys[u].compare(0, at, cur, 0, at) != 0) continue;
+                best = std::min(best, static_cast<int>(n->keys[u].size() - at) + 1 + n->values[u]->min_bytes + rest(j + 1, cnt) + 1);
+            }
+            return best;
+        }
+        case c_colon: return 1 + n->values[static_cast<size_t>(f.count)]->min_bytes + rest(f.count + 1, cnt) + 1;
+        case c_value: return n->values[static_cast<size_t>(f.count)]->min_bytes + rest(f.count + 1, cnt) + 1;
+        default: return rest(f.count + 1, cnt) + 1; // c_after
+        }
+    }
+    case json_node::any_of: return 0;
+    }
+    return 0;
+}
+
 } // namespace
+
+int json_matcher::min_close() const {
+    int best = 1 << 30;
+    for (const stack &s : stacks_) {
+        int total = 0;
+        for (const frame &f : s.frames) total += frame_close(f);
+        best = std::min(best, total);
+    }
+    return best;
+}
 
 bool json_matcher::stack::operator==(const stack &o) const {
     if (ws != o.ws || frames.size() != o.frames.size()) return false;
@@ -349,11 +444,12 @@ bool json_matcher::must_finish() const {
     return true;
 }
 
-bool json_matcher::in_plain_string(int &remaining) const {
+bool json_matcher::in_plain_string(int &remaining, int *due) const {
     if (stacks_.size() != 1 || stacks_[0].frames.empty()) return false;
     const frame &f = stacks_[0].frames.back();
     if (f.node->kind != json_node::string || f.phase != s_in) return false;
     remaining = f.node->max_length < 0 ? -1 : f.node->max_length - f.count;
+    if (due) *due = std::max(0, f.node->min_length - f.count);
     return true;
 }
 

@@ -44,6 +44,8 @@ struct json_node {
     std::vector<std::string> texts;
     // any_of
     std::vector<const json_node *> options;
+    // The fewest bytes a value of this node takes (set when compiled).
+    int min_bytes = 1;
 };
 
 struct json_grammar {
@@ -75,10 +77,13 @@ public:
     bool can_finish() const;
     // Nothing but the end can follow (a further byte is always refused).
     bool must_finish() const;
+    // The fewest bytes that make the bytes so far a whole document (0: they are one).
+    int min_close() const;
     // Inside a string with no length limit left to check, on a character boundary, in the only
     // live parse: every token of plain string characters may follow (token_mask's fast path).
     // remaining: characters the string may still take (-1: no limit).
-    bool in_plain_string(int &remaining) const;
+    // due: characters still needed for its minLength.
+    bool in_plain_string(int &remaining, int *due = nullptr) const;
 
     struct frame {
         const json_node *node;

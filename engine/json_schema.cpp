@@ -1,4 +1,5 @@
 // The JSON Schema subset of engine/json_grammar.h compiled to grammar nodes.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -228,6 +229,38 @@ const json_node *compiler::node(const json_value &v, const std::string &where, i
     return n;
 }
 
+// The fewest bytes of a value of n. Terminates on any_value's cycle: its containers may be empty.
+int min_bytes_of(const json_node *n, int depth = 0) {
+    if (depth > 2 * kMaxSchemaDepth) return 2;
+    switch (n->kind) {
+    case json_node::object: {
+        int total = 2, count = 0;
+        for (size_t j = 0; j < n->keys.size(); ++j)
+            if (n->required[j]) total += static_cast<int>(n->keys[j].size()) + 1 + min_bytes_of(n->values[j], depth + 1), ++count;
+        return total + std::max(0, count - 1);
+    }
+    case json_node::free_object: return 2;
+    case json_node::array: {
+        if (n->min_items == 0) return 2;
+        return 2 + n->min_items * min_bytes_of(n->item, depth + 1) + n->min_items - 1;
+    }
+    case json_node::string: return 2 + n->min_length; // a character is at least one byte
+    case json_node::number:
+    case json_node::integer: return 1;
+    case json_node::literals: {
+        size_t m = n->texts[0].size();
+        for (const std::string &t : n->texts) m = std::min(m, t.size());
+        return static_cast<int>(m);
+    }
+    case json_node::any_of: {
+        int m = 1 << 30;
+        for (const json_node *o : n->options) m = std::min(m, min_bytes_of(o, depth + 1));
+        return m;
+    }
+    }
+    return 1;
+}
+
 } // namespace
 
 schema_result compile_json_schema(std::string_view schema) {
@@ -247,6 +280,7 @@ schema_result compile_json_schema(std::string_view schema) {
         return r;
     }
     c.g.root = root;
+    for (auto &n : c.g.nodes) n->min_bytes = min_bytes_of(n.get());
     r.grammar = std::make_shared<json_grammar>(std::move(c.g));
     return r;
 }

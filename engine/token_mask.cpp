@@ -25,6 +25,7 @@ int plain_chars(const std::string &s) {
 token_vocab::token_vocab(const tokenizer &tok) {
     const int32_t n = tok.n_vocab();
     bytes_.resize(static_cast<size_t>(n));
+    plain_chars_.assign(static_cast<size_t>(n), -1);
     all_.emplace_back();
     special_.emplace_back();
     for (int32_t id = 0; id < n; ++id) {
@@ -37,7 +38,7 @@ token_vocab::token_vocab(const tokenizer &tok) {
         if (b.empty()) continue;
         insert(all_, b, id);
         const int chars = plain_chars(b);
-        if (chars >= 0) plain_.emplace_back(id, chars);
+        if (chars >= 0) plain_.emplace_back(id, chars), plain_chars_[static_cast<size_t>(id)] = chars;
         else insert(special_, b, id);
     }
 }
@@ -69,6 +70,38 @@ void token_vocab::walk(const std::vector<trie_node> &t, int32_t node, const json
         out.insert(out.end(), k.ends.begin(), k.ends.end());
         if (!k.kids.empty()) walk(t, kid, next, out);
     }
+}
+
+void token_vocab::fit_budget(const json_matcher &m, std::vector<int32_t> &out, int budget) const {
+    const bool finish = m.can_finish();
+    int remaining = 0, due = 0;
+    const bool in_string = m.in_plain_string(remaining, &due);
+    const int now = m.min_close();
+    // A plain token inside a string leaves its closing as it was, less the minLength it pays.
+    auto close_after = [&](int32_t id) {
+        const int chars = plain_chars_[static_cast<size_t>(id)];
+        if (in_string && chars >= 0) return now - std::min(chars, due);
+        json_matcher c = m;
+        c.feed(bytes(id));
+        return c.min_close();
+    };
+    std::vector<int32_t> fits;
+    for (int32_t id : out)
+        if ((finish && is_eog(id)) || (!is_eog(id) && close_after(id) <= budget)) fits.push_back(id);
+    if (fits.empty()) { // nothing closes in time: the tokens that bring the end nearest
+        int best = 1 << 30;
+        for (int32_t id : out) best = std::min(best, is_eog(id) ? 0 : close_after(id));
+        for (int32_t id : out)
+            if ((is_eog(id) ? 0 : close_after(id)) == best) fits.push_back(id);
+    }
+    out.swap(fits);
+}
+
+void token_vocab::allowed(const json_matcher &m, std::vector<int32_t> &out, int budget) const {
+    allowed(m, out);
+    // note: checked at every step, not only near the end: one token (a key whose value must
+    // hold many required properties) can move the end far.
+    if (budget >= 0) fit_budget(m, out, budget);
 }
 
 void token_vocab::allowed(const json_matcher &m, std::vector<int32_t> &out) const {

@@ -26,8 +26,13 @@ public:
     explicit token_vocab(const tokenizer &tok);
 
     // out = the allowed ids, ascending: end-of-generation ids exactly when the matcher's bytes
-    // are a whole document, nothing else when nothing may follow.
-    void allowed(const json_matcher &m, std::vector<int32_t> &out) const;
+    // are a whole document, nothing else when nothing may follow. budget >= 0: the tokens that
+    // may still follow this one (max_tokens): near it, only tokens after which the document can
+    // still be closed in that many tokens (every byte has a token of its own), or, when none
+    // can, those that bring the end nearest; so an answer that max_tokens would cut is closed
+    // instead, whenever the budget allows a whole document at all.
+    void allowed(const json_matcher &m, std::vector<int32_t> &out, int budget) const;
+    void allowed(const json_matcher &m, std::vector<int32_t> &out) const; // no budget
 
     const std::string &bytes(int32_t id) const { return bytes_[static_cast<size_t>(id)]; }
     bool is_eog(int32_t id) const;
@@ -46,6 +51,8 @@ private:
     std::vector<int32_t> eog_;
     std::vector<trie_node> all_, special_;
     std::vector<std::pair<int32_t, int32_t>> plain_; // (id, characters), ascending ids
+    std::vector<int32_t> plain_chars_;               // by id: characters of a plain token, else -1
+    void fit_budget(const json_matcher &m, std::vector<int32_t> &out, int budget) const;
 };
 
 } // namespace actorserve

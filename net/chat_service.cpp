@@ -192,8 +192,10 @@ std::variant<std::shared_ptr<request_stream>, service_error> chat_service::find(
     return it->second;
 }
 
-void chat_service::cancel(const request_stream &s) {
-    if (!s.ended()) caf::anon_send(s.relay(), cancel_atom::value);
+void chat_service::cancel(request_stream &s) {
+    if (s.ended()) return;
+    s.mark_cancelling();
+    caf::anon_send(s.relay(), cancel_atom::value);
 }
 
 void chat_service::sweep() {

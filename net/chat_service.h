@@ -71,7 +71,7 @@ public:
 
     // A retained request that `who` owns: not_found when unknown, forbidden when another's.
     std::variant<std::shared_ptr<request_stream>, service_error> find(const std::string &request_id, const caller &who);
-    void cancel(const request_stream &s);
+    void cancel(request_stream &s);
 
     // Periodically (the server's timer): cancels requests nobody followed for the retention
     // period, forgets them once ended, and ends idle sessions.

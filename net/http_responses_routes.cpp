@@ -84,8 +84,12 @@ void http_session::route_responses(const request &req) {
         if (running) v.status = "cancelled";
         return respond(http::status::ok, render_response(v));
     }
-    if (query_param(req.target(), "stream").value_or("false") != "true")
-        return respond(http::status::ok, render_response(view_of(s->snapshot(), base)));
+    if (query_param(req.target(), "stream").value_or("false") != "true") {
+        response_view v = view_of(s->snapshot(), base);
+        // Cancelled, its end on the way: what the cancel answered, not in_progress again.
+        if (s->cancelling() && (v.status == "in_progress" || v.status == "queued")) v.status = "cancelled";
+        return respond(http::status::ok, render_response(v));
+    }
 
     // Its events after sequence number starting_after (all of them without it).
     size_t from = 0;

@@ -10,6 +10,7 @@
 
 #include <caf/all.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -107,6 +108,9 @@ public:
     void unfollow(const stream_follower *who);
 
     bool ended() const;
+    // A cancel was sent (chat_service::cancel) and the end it causes may not have come yet.
+    void mark_cancelling() { cancelling_ = true; }
+    bool cancelling() const { return cancelling_; }
     size_t size() const; // events appended so far
     // Nobody has followed it since this time (nullopt: followed now).
     std::optional<clock::time_point> unfollowed_since() const;
@@ -129,6 +133,7 @@ private:
     mutable const stream_follower *follower_raw_ = nullptr; // identity of follower_, for read()
     mutable clock::time_point unfollowed_since_;
     std::optional<openai_info> openai_;
+    std::atomic<bool> cancelling_{false};
 };
 
 } // namespace actorserve

@@ -209,6 +209,7 @@ step_plan scheduler_state::plan() {
             q.logprobs = s.req.logprobs;
             q.grammar = s.req.grammar;
             q.vocab = s.req.vocab;
+            q.max_tokens = s.req.max_tokens;
         }
         s.first = false;
         s.in_step = true;

@@ -64,6 +64,7 @@ struct step_seq {
     int logprobs = -1;                // when first: gen_request::logprobs
     std::shared_ptr<const json_grammar> grammar = nullptr; // when first: gen_request's
     std::shared_ptr<const token_vocab> vocab = nullptr;
+    int max_tokens = 0;               // when first, with grammar: the answer closes within it
 };
 
 struct step_plan {

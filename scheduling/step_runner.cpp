@@ -1,5 +1,6 @@
 #include "scheduling/step_runner.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace actorserve {
@@ -40,6 +41,7 @@ step_result step_runner::run(const step_plan &plan) {
                 it->second.grammar = q.grammar;
                 it->second.vocab = q.vocab;
                 it->second.matcher.emplace(*q.grammar);
+                it->second.budget = q.max_tokens;
             }
         }
         seq_state &s = it->second;
@@ -53,7 +55,9 @@ step_result step_runner::run(const step_plan &plan) {
         const auto n_vocab = static_cast<size_t>(ctx_->n_vocab());
         const std::vector<int32_t> *allowed = nullptr;
         if (s.matcher) {
-            s.vocab->allowed(*s.matcher, s.allowed);
+            // This token and budget - 1 more: the document closes within max_tokens when it can.
+            s.vocab->allowed(*s.matcher, s.allowed, std::max(0, s.budget - 1));
+            --s.budget;
             // note: never empty in practice (every byte has a token of its own); if it were, the
             // sequence ends rather than leave the grammar.
             if (s.allowed.empty()) s.allowed.assign(s.vocab->eog().begin(), s.vocab->eog().begin() + 1);

@@ -55,6 +55,7 @@ private:
         std::shared_ptr<const token_vocab> vocab = nullptr;
         std::optional<json_matcher> matcher = std::nullopt;
         std::vector<int32_t> allowed = {};
+        int budget = -1;              // tokens the answer may still take (max_tokens - sampled)
     };
 
     std::unique_ptr<batch_decoder> ctx_;

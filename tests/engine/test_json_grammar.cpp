@@ -193,3 +193,48 @@ TEST_CASE("token mask: random walks that favour closing bytes end in documents t
     }
     CHECK(whole >= 30);
 }
+
+TEST_CASE("json matcher: min_close is 0 exactly at a whole document and never more than what a real document still needs") {
+    const auto g = compiled(kPerson);
+    for (const std::string doc : {std::string(R"({"name": "Ann", "age": 31, "tags": ["a", 3], "pet": {"kind": "cat"}, "score": false})"),
+                                  std::string(R"({"name":"B","tags":["b"]})")}) {
+        json_matcher m(*g);
+        for (size_t i = 0; i < doc.size(); ++i) {
+            const int need = m.min_close();
+            CHECK_MESSAGE(need <= static_cast<int>(doc.size() - i), "after " << doc.substr(0, i));
+            CHECK(need > 0);
+            REQUIRE(m.feed(static_cast<uint8_t>(doc[i])));
+        }
+        CHECK(m.min_close() == 0);
+        CHECK(m.can_finish());
+    }
+    json_matcher fresh(*g);
+    CHECK(fresh.min_close() == static_cast<int>(std::string(R"({"name":"x","tags":[3]})").size()));
+}
+
+TEST_CASE("token mask with a budget: random walks always end whole within max_tokens") {
+    std::mt19937 rng(31);
+    std::vector<int32_t> allowed;
+    for (const char *schema : {kPerson, R"({"type": "object"})",
+                               R"({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string", "minLength": 3}, "minItems": 2}},
+                                   "required": ["a"], "additionalProperties": false})"}) {
+        const auto g = compiled(schema);
+        for (int walk = 0; walk < 20; ++walk) {
+            const int max_tokens = 30 + walk;
+            json_matcher m(*g);
+            bool ended = false;
+            for (int used = 0; used < max_tokens; ++used) {
+                vocab().allowed(m, allowed, max_tokens - used - 1);
+                REQUIRE(!allowed.empty());
+                // The longest allowed tokens first: the walk that most wants to overrun.
+                int32_t t = allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng)];
+                if (vocab().is_eog(t)) {
+                    ended = true;
+                    break;
+                }
+                REQUIRE(m.feed(vocab().bytes(t)));
+            }
+            CHECK_MESSAGE((ended || m.can_finish()), schema << " walk " << walk << ": not whole after " << max_tokens << " tokens");
+        }
+    }
+}
