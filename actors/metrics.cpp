@@ -76,6 +76,8 @@ metrics_actor::behavior_type metrics_impl(metrics_actor::pointer self, std::chro
             s.outcomes = {.stop = c.stop, .length = c.length, .context = c.context, .cancelled = c.cancelled,
                           .error = c.error, .rejected = c.rejected, .overloaded = c.rejected_overloaded};
             s.preemptions = c.preempted;
+            s.preemptions_for_priority = c.preempted_for_priority;
+            for (int k = 0; k < kPriorityClasses; ++k) s.admitted_by_class[k] = c.admitted_by_class[k];
             s.prompt_tokens = c.prompt_tokens;
             s.prefix_hit_tokens = c.prefix_hit_tokens;
             s.computed_tokens = c.computed_tokens;

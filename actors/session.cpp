@@ -263,7 +263,7 @@ void submit(self_ptr self, chat_request &r, std::vector<chat_message> shown) {
     a.stop = stop_filter(std::move(r.stop));
     a.logprobs = r.logprobs;
     gen_request g{a.gen_id, std::move(prompt), r.sampling, r.max_tokens, r.logprobs, r.grammar,
-                  r.grammar ? st.cfg.vocab : nullptr};
+                  r.grammar ? st.cfg.vocab : nullptr, r.priority};
     if (a.query) {
         a.held = std::move(g);
         self->send(st.cfg.cache, lookup_atom::value, *a.query);

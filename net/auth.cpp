@@ -3,6 +3,7 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/beast/core/string.hpp>
 
+#include <algorithm>
 #include <fstream>
 
 #include "net/random_id.h"
@@ -20,18 +21,30 @@ int hex(char c) {
 
 } // namespace
 
-bool load_api_keys(const std::string &path, std::vector<std::string> &keys, std::string &err) {
+bool load_api_keys(const std::string &path, std::vector<std::string> &keys, std::string &err,
+                   std::vector<key_settings> *settings) {
     std::ifstream in(path);
     if (!in) {
         err = "cannot read the API keys file " + path;
         return false;
     }
     std::string line;
+    int line_no = 0;
     while (std::getline(in, line)) {
+        ++line_no;
         while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
         size_t start = line.find_first_not_of(" \t");
         if (start == std::string::npos || line[start] == '#') continue;
-        keys.push_back(line.substr(start));
+        const size_t end = std::min(line.find_first_of(" \t", start), line.size());
+        key_settings ks;
+        ks.id = "key:" + std::to_string(keys.size());
+        std::string why;
+        if (!parse_key_settings(std::string_view(line).substr(end), ks, why)) {
+            err = path + ":" + std::to_string(line_no) + ": " + why; // never the key itself
+            return false;
+        }
+        keys.push_back(line.substr(start, end - start));
+        if (settings) settings->push_back(std::move(ks));
     }
     if (keys.empty()) {
         err = "the API keys file " + path + " holds no key";

@@ -9,12 +9,16 @@
 #include <vector>
 
 #include "include/actorserve/errc.h"
+#include "net/key_limits.h"
 
 namespace actorserve {
 
-// One key per line; blank lines and lines starting with # are skipped. False and err when the
-// file cannot be read or holds no key.
-bool load_api_keys(const std::string &path, std::vector<std::string> &keys, std::string &err);
+// One key per line, optionally followed by its settings (net/key_limits.h): "<key> rpm=60
+// priority=batch"; a key holds no blank. Blank lines and lines starting with # are skipped.
+// settings (when given) gets one entry per key. False and err (naming the line) when the file
+// cannot be read, holds no key, or a setting is bad.
+bool load_api_keys(const std::string &path, std::vector<std::string> &keys, std::string &err,
+                   std::vector<key_settings> *settings = nullptr);
 
 struct auth_problem {
     errc code;

@@ -2,9 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <charconv>
+
 #include "include/actorserve/runtime.h"
 #include "net/random_id.h"
 #include "net/relay.h"
+#include "net/request_record.h"
 
 namespace actorserve {
 
@@ -17,6 +20,10 @@ chat_service::~chat_service() {
 }
 
 void chat_service::attach(runtime &rt) { rt_.store(&rt); }
+
+void chat_service::set_keys(std::vector<key_settings> keys) {
+    limiter_ = keys.empty() ? nullptr : std::make_shared<key_limiter>(std::move(keys));
+}
 
 bool owns(const std::string &owner, const caller &c) {
     if (!c.principal.empty() && same_secret(owner, c.principal)) return true;
@@ -33,6 +40,14 @@ std::string whose(const std::string &owner) {
 
 std::string how_to_own(const std::string &owner) {
     return owner.rfind("key:", 0) == 0 ? "" : " (give the resume_token of its start event)";
+}
+
+// The key index of principal "key:<n>" when it is below n_keys; -1 otherwise.
+int64_t key_of(const std::string &principal, size_t n_keys) {
+    if (principal.rfind("key:", 0) != 0) return -1;
+    size_t k = 0;
+    auto [end, ec] = std::from_chars(principal.data() + 4, principal.data() + principal.size(), k);
+    return ec == std::errc() && end == principal.data() + principal.size() && k < n_keys ? static_cast<int64_t>(k) : -1;
 }
 
 // Room for one more item of `owner` in `items` (sessions or retained requests): nullopt when
@@ -145,8 +160,40 @@ chat_service::start(const caller &who, std::optional<std::string> session_id, ch
     if (retained)
         if (auto refused = make_room_for_request(owner)) return *refused;
 
-    auto stream = std::make_shared<request_stream>(request_id ? std::move(*request_id) : random_id("r-"), sid,
-                                                   retained ? owner : std::string());
+    // The key's limits and class (net/key_limits.h), last: nothing refuses the request after
+    // its place is taken, which the end event gives back.
+    const int64_t key = limiter_ ? key_of(who.principal, limiter_->size()) : -1;
+    request_record rec;
+    rec.request_id = request_id ? *request_id : random_id("r-");
+    rec.session_id = sid;
+    rec.key = key >= 0 ? limiter_->settings(static_cast<size_t>(key)).id : std::string();
+    rec.api = who.api;
+    rec.choices = choices;
+    rec.rag = req.rag.has_value();
+    rec.max_tokens = req.max_tokens;
+    rec.temperature = req.sampling.temperature;
+    rec.started = std::chrono::system_clock::now();
+    if (cfg_.log_prompts) rec.messages = req.messages;
+    if (key >= 0) {
+        req.priority = limiter_->settings(static_cast<size_t>(key)).priority;
+        rec.priority = req.priority;
+        if (auto over = limiter_->admit(static_cast<size_t>(key), now, cfg_.runtime.retry_after_ms)) {
+            spdlog::info("request refused: {}", over->message);
+            if (log_) log_->write(render_refused_record(rec, name(over->limit), over->message, over->retry_after_ms));
+            return service_error{errc::rate_limited, std::move(over->message), over->retry_after_ms};
+        }
+    }
+
+    auto stream = std::make_shared<request_stream>(rec.request_id, sid, retained ? owner : std::string());
+    if (key >= 0 || log_)
+        stream->set_on_end([limiter = key >= 0 ? limiter_ : nullptr, k = static_cast<size_t>(std::max<int64_t>(key, 0)),
+                            log = log_, rec = std::move(rec),
+                            text = cfg_.log_prompts](const stream_event &end) {
+            if (limiter)
+                limiter->finish(k, int64_t{end.usage.prompt_tokens} + end.usage.completion_tokens,
+                                key_limiter::clock::now());
+            if (log) log->write(render_request_record(rec, end, text));
+        });
     stream->append(stream_event{}); // kind start
     size_t bytes = 0;
     for (const chat_message &m : req.messages) bytes += m.content.size();

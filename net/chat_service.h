@@ -16,6 +16,8 @@
 
 #include "include/actorserve/messages.h"
 #include "net/config.h"
+#include "net/key_limits.h"
+#include "net/request_log.h"
 #include "net/request_stream.h"
 
 namespace actorserve {
@@ -38,6 +40,7 @@ struct service_error {
 struct caller {
     std::string principal;
     std::optional<std::string> token; // a resume_token given with the message
+    std::string api = "ws";           // the front end asking, as the request log names it
 };
 
 // True when c may act on what `owner` created.
@@ -51,6 +54,13 @@ public:
     ~chat_service();
 
     void attach(runtime &rt);
+    // The API keys' settings, one per key of the keys file (before any request): their limits
+    // and priority classes apply to requests of principal "key:<n>" from then on.
+    void set_keys(std::vector<key_settings> keys);
+    // Where finished and refused requests are logged (net/request_log.h); null: nowhere.
+    void set_request_log(std::shared_ptr<request_log> log) { log_ = std::move(log); }
+    const key_limiter *limiter() const { return limiter_.get(); }
+    const request_log *log() const { return log_.get(); }
     bool ready() const { return rt_.load() != nullptr; }
     runtime *rt() const { return rt_.load(); }
 
@@ -98,6 +108,8 @@ private:
 
     caf::actor_system &sys_;
     const server_config cfg_;
+    std::shared_ptr<key_limiter> limiter_;  // null without keys
+    std::shared_ptr<request_log> log_;
     std::atomic<runtime *> rt_{nullptr};
     std::atomic<bool> draining_{false};
     std::mutex mu_;

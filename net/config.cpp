@@ -79,10 +79,11 @@ bool load_config_file(const std::string &path, server_config &cfg, std::string &
         err = path + ":" + std::to_string(e.source().begin.line) + ": " + std::string(e.description());
         return false;
     }
-    static const std::set<std::string> tables{"server", "sessions", "model", "scheduler", "cache", "rag", "embeddings"};
+    static const std::set<std::string> tables{"server",     "sessions", "model",      "scheduler",
+                                              "cache",      "rag",      "embeddings", "request_log"};
     for (const auto &[k, v] : root)
         if (!tables.count(std::string(k.str()))) {
-            err = path + ": [" + std::string(k.str()) + "] is not a settings table (server, sessions, model, scheduler, cache, rag, embeddings)";
+            err = path + ": [" + std::string(k.str()) + "] is not a settings table (server, sessions, model, scheduler, cache, rag, embeddings, request_log)";
             return false;
         }
     std::string e;
@@ -218,6 +219,16 @@ bool load_config_file(const std::string &path, server_config &cfg, std::string &
         t.get<int64_t>("threads", m.threads);
         t.done();
     }
+    {
+        table_reader t(root, "request_log", e);
+        request_log_config &l = cfg.request_log;
+        t.get<std::string>("path", l.path);
+        size_t mib = l.max_bytes >> 20;
+        t.get<int64_t>("max_mib", mib);
+        l.max_bytes = mib << 20;
+        t.get<int64_t>("keep", l.keep);
+        t.done();
+    }
     if (!e.empty()) {
         err = path + ": " + e;
         return false;
@@ -232,6 +243,8 @@ bool validate(const server_config &c, std::string &err) {
     };
     if (c.io_threads < 1 || c.io_threads > 64) return bad("server.io_threads must be in [1, 64], got " + std::to_string(c.io_threads));
     if (c.max_connections < 1) return bad("server.max_connections must be >= 1");
+    if (c.request_log.max_bytes < (size_t{1} << 20)) return bad("request_log.max_mib must be >= 1");
+    if (c.request_log.keep < 0 || c.request_log.keep > 100) return bad("request_log.keep must be 0 to 100");
     if (c.max_message_bytes < 1024) return bad("server.max_message_bytes must be >= 1024, got " + std::to_string(c.max_message_bytes));
     if (c.max_write_queue_bytes < 1024) return bad("server.max_write_queue_bytes must be >= 1024");
     if (c.idle_timeout_s < 1) return bad("server.idle_timeout_s must be >= 1");

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "include/actorserve/runtime.h"
+#include "net/request_log.h"
 
 namespace actorserve {
 
@@ -47,6 +48,8 @@ struct server_config {
     // [rag], the part the network reads: POST /v1/rag/documents bodies up to this (other
     // requests keep max_message_bytes); the rest of [rag] is runtime.rag
     size_t rag_max_body_bytes = size_t{16} << 20;
+    // [request_log]: one JSON line per finished or refused request (net/request_log.h)
+    request_log_config request_log;
     // [model], [scheduler], [cache] and [rag]
     std::string model_name;                   // the id clients use; empty: the file name's stem
     runtime_config runtime = server_runtime_defaults();

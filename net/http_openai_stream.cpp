@@ -62,7 +62,7 @@ void http_session::start_completion(bool chat, const request &req) {
     oreq_ = std::move(std::get<openai_request>(parsed));
     // A stream is retained for resume: it belongs to the API key, or without keys to a secret of
     // its own that only its resume URL carries.
-    caller who{principal_, std::nullopt};
+    caller who{principal_, std::nullopt, chat ? "chat.completions" : "completions"};
     std::optional<std::string> token;
     if (oreq_.stream && who.principal.empty()) {
         token = random_id("t-");

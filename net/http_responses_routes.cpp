@@ -129,7 +129,7 @@ void http_session::start_response(const request &req) {
     // A response is retained (retrieved, streamed again, cancelled): it belongs to the API key,
     // or without keys to whoever knows its id, which is its secret too.
     const std::string hex = random_id("");
-    caller who{principal_.empty() ? "conn:" + hex : principal_, std::nullopt};
+    caller who{principal_.empty() ? "conn:" + hex : principal_, std::nullopt, "responses"};
     request_stream::openai_info info;
     info.chat = true;
     info.responses = true;

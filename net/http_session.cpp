@@ -152,8 +152,9 @@ void http_session::route(request &&req) {
     if (refuse_) {
         ++srv_->refused;
         keep_alive_ = false;
-        return respond_error(errc::rate_limited, "too many connections (server.max_connections = " +
-                                                     std::to_string(srv_->cfg.max_connections) + ")");
+        return respond_error(errc::rate_limited,
+                             "too many connections (server.max_connections = " + std::to_string(srv_->cfg.max_connections) + ")",
+                             {}, srv_->cfg.runtime.retry_after_ms);
     }
     if (srv_->stopping) {
         keep_alive_ = false;
@@ -300,8 +301,10 @@ void http_session::respond(http::status status, std::string body, std::string_vi
 
 void http_session::respond_error(errc code, std::string_view message, std::string_view param, int retry_after_ms) {
     std::optional<int> retry;
-    if (code == errc::overloaded) retry = std::max(1, (retry_after_ms + 999) / 1000);
-    if (code == errc::too_large || code == errc::rate_limited) keep_alive_ = false;
+    // Every refusal a client may retry says when (Retry-After, whole seconds, at least 1).
+    if (code == errc::overloaded || (code == errc::rate_limited && retry_after_ms > 0))
+        retry = std::max(1, (retry_after_ms + 999) / 1000);
+    if (code == errc::too_large) keep_alive_ = false;
     respond(static_cast<http::status>(info(code).http_status), render_openai_error(code, message, param),
             "application/json", retry);
 }
@@ -324,6 +327,18 @@ void http_session::respond_metrics(const metrics_snapshot &snap) {
     st.retained_requests = srv_->service.retained();
     st.sessions = srv_->service.sessions();
     st.ready = srv_->service.ready();
+    if (const key_limiter *lim = srv_->service.limiter())
+        for (size_t k = 0; k < lim->size(); ++k) {
+            server_stats::key_stats ks;
+            ks.id = lim->settings(k).id;
+            for (int l = 0; l < kKeyLimits; ++l) ks.refused[l] = lim->refused(k, static_cast<key_limit>(l));
+            ks.running = lim->running(k);
+            st.keys.push_back(std::move(ks));
+        }
+    if (const request_log *log = srv_->service.log()) {
+        st.request_log_lines = log->lines();
+        st.request_log_errors = log->errors();
+    }
     respond(http::status::ok, render_prometheus(snap, st, srv_->model_name), "text/plain; version=0.0.4; charset=utf-8");
 }
 

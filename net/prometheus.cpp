@@ -78,6 +78,11 @@ public:
         put_double(out_, v);
         out_ += '\n';
     }
+    void labelled_count(std::string_view name, uint64_t v, std::string_view labels) {
+        out_.append(name).append("{").append(labels).append("} ");
+        put_count(out_, v);
+        out_ += '\n';
+    }
     void plain_count(std::string_view name, uint64_t v) {
         out_.append(name).append(" ");
         put_count(out_, v);
@@ -136,6 +141,13 @@ std::string render_prometheus(const metrics_snapshot &m, const server_stats &s, 
     e.model_count("actorserve_prefix_cache_hit_tokens_total", m.prefix_hit_tokens);
     e.family("actorserve_preemptions_total", "counter", "Cumulative number of preemptions from the scheduler.");
     e.model_count("actorserve_preemptions_total", m.preemptions);
+    e.family("actorserve_priority_preemptions_total", "counter",
+             "Preemptions for a waiting request of a higher priority class (of actorserve_preemptions_total).");
+    e.model_count("actorserve_priority_preemptions_total", m.preemptions_for_priority);
+    e.family("actorserve_admitted_requests_total", "counter", "Requests admitted to a batch, by priority class.");
+    for (int k = 0; k < kPriorityClasses; ++k)
+        e.model_count("actorserve_admitted_requests_total", m.admitted_by_class[k],
+                      "priority=\"" + std::string(name(static_cast<priority_class>(k))) + "\"");
 
     e.family("actorserve_requests_total", "counter",
              "Requests by how they ended: stop, length, context, cancelled, error; or refused at submit: "
@@ -250,6 +262,20 @@ std::string render_prometheus(const metrics_snapshot &m, const server_stats &s, 
     e.plain("actorserve_retained_requests", s.retained_requests);
     e.family("actorserve_sessions", "gauge", "Named sessions (conversations that outlive a connection).");
     e.plain("actorserve_sessions", s.sessions);
+    if (!s.keys.empty()) {
+        e.family("actorserve_key_rate_limited_total", "counter", "Requests refused over an API key's limit, by key id and limit.");
+        for (const server_stats::key_stats &k : s.keys)
+            for (int l = 0; l < kKeyLimits; ++l)
+                e.labelled_count("actorserve_key_rate_limited_total", k.refused[l],
+                                 "key=\"" + label_value(k.id) + "\",limit=\"" + std::string(name(static_cast<key_limit>(l))) + "\"");
+        e.family("actorserve_key_requests_running", "gauge", "Requests an API key has running now.");
+        for (const server_stats::key_stats &k : s.keys)
+            e.labelled_count("actorserve_key_requests_running", static_cast<uint64_t>(k.running), "key=\"" + label_value(k.id) + "\"");
+    }
+    e.family("actorserve_request_log_lines_total", "counter", "Lines written to the request log ([request_log]).");
+    e.plain_count("actorserve_request_log_lines_total", s.request_log_lines);
+    e.family("actorserve_request_log_errors_total", "counter", "Request log lines that could not be written.");
+    e.plain_count("actorserve_request_log_errors_total", s.request_log_errors);
     e.family("actorserve_ready", "gauge", "1 when chat requests are served, 0 while the model loads.");
     e.plain("actorserve_ready", s.ready ? 1 : 0);
     return e.take();

@@ -6,7 +6,9 @@
 //   with label model_name (the runtime, as vLLM labels its engine metrics):
 //     actorserve_num_requests_running, _num_requests_waiting, _kv_cache_usage_perc   gauges
 //     actorserve_prompt_tokens_total, _generation_tokens_total,
-//       _prefix_cache_hit_tokens_total, _preemptions_total                           counters
+//       _prefix_cache_hit_tokens_total, _preemptions_total,
+//       _priority_preemptions_total,
+//       _admitted_requests_total{priority="interactive|standard|batch"}              counters
 //     actorserve_requests_total{outcome="stop|length|context|cancelled|error|rejected|overloaded"}
 //     actorserve_time_to_first_token_seconds, _inter_token_latency_seconds,
 //       _e2e_request_latency_seconds, _request_queue_time_seconds,
@@ -20,14 +22,20 @@
 //   without labels (the server):
 //     actorserve_open_connections, _websocket_connections, _retained_requests,
 //       _sessions, _ready                                                            gauges
-//     actorserve_connections_refused_total                                           counter
+//     actorserve_connections_refused_total, _request_log_lines_total,
+//       _request_log_errors_total                                                    counters
+//   with label key (the key file's id), when API keys are on:
+//     actorserve_key_rate_limited_total{key,limit="rpm|tpm|concurrent"}             counter
+//     actorserve_key_requests_running{key}                                           gauge
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "include/actorserve/metrics.h"
+#include "net/key_limits.h"
 
 namespace actorserve {
 
@@ -39,6 +47,13 @@ struct server_stats {
     int retained_requests = 0;         // request streams kept for resume
     int sessions = 0;                  // named sessions (conversations that outlive a connection)
     bool ready = false;                // a runtime is attached: chat requests are served
+    struct key_stats {
+        std::string id;
+        uint64_t refused[kKeyLimits] = {}; // by key_limit
+        int running = 0;
+    };
+    std::vector<key_stats> keys;       // with API keys: one per key
+    uint64_t request_log_lines = 0, request_log_errors = 0;
 };
 
 // The whole exposition, every family with # HELP and # TYPE. A model_name with quotes,

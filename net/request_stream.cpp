@@ -4,6 +4,7 @@ namespace actorserve {
 
 void request_stream::append(stream_event e) {
     std::shared_ptr<stream_follower> f;
+    const stream_event *end = nullptr; // stays valid: nothing is appended after the end
     {
         std::lock_guard<std::mutex> lk(mu_);
         if (ended_) return; // one end per request; anything after it is a bug upstream, dropped
@@ -14,8 +15,10 @@ void request_stream::append(stream_event e) {
         }
         bytes_ += sizeof(stream_event) + e.text.size() + e.message.size();
         events_.push_back(std::move(e));
+        if (ended_) end = &events_.back();
         f = follower_.lock();
     }
+    if (end && on_end_) on_end_(*end);
     // Outside the lock: the follower posts to its connection's strand, which reads back here.
     if (f) f->on_events(request_id_);
 }

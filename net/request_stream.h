@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -116,6 +117,10 @@ public:
     std::optional<clock::time_point> unfollowed_since() const;
     size_t bytes() const;
 
+    // Called once, on the thread that appends it, with the event that ends the request (set
+    // before the relay starts): the per-key limits and the request log hear of the end there.
+    void set_on_end(std::function<void(const stream_event &)> f) { on_end_ = std::move(f); }
+
     // The relay actor that turns the session's answers into events; cancel goes through it.
     void set_relay(caf::actor a) { relay_ = std::move(a); }
     const caf::actor &relay() const { return relay_; }
@@ -124,6 +129,7 @@ private:
     const std::string request_id_, session_id_, owner_;
     const clock::time_point created_;
     caf::actor relay_; // set once, before any other thread sees the stream
+    std::function<void(const stream_event &)> on_end_; // likewise
     mutable std::mutex mu_;
     std::vector<stream_event> events_;
     size_t bytes_ = 0;

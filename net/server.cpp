@@ -51,7 +51,13 @@ std::unique_ptr<server> server::start(caf::actor_system &sys, const server_confi
     auto s = std::make_shared<server_impl>(sys, cfg, *ioc);
     s->model_name = cfg.model_name.empty() ? std::filesystem::path(cfg.runtime.model_path).stem().string() : cfg.model_name;
     s->created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-    if (!cfg.api_keys_file.empty() && !load_api_keys(cfg.api_keys_file, s->api_keys, err)) return nullptr;
+    if (!cfg.api_keys_file.empty() && !load_api_keys(cfg.api_keys_file, s->api_keys, err, &s->key_cfg)) return nullptr;
+    s->service.set_keys(s->key_cfg);
+    if (!cfg.request_log.path.empty()) {
+        auto log = request_log::open(cfg.request_log, err);
+        if (!log) return nullptr;
+        s->service.set_request_log(std::move(log));
+    }
     std::error_code fec;
     const std::string web = cfg.web_dir.empty() ? std::string(default_web_dir()) : cfg.web_dir;
     s->web_root = std::filesystem::weakly_canonical(web, fec).string();

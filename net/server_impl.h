@@ -14,6 +14,7 @@
 
 #include "net/chat_service.h"
 #include "net/config.h"
+#include "net/key_limits.h"
 #include "net/stream_waker.h"
 
 namespace actorserve {
@@ -38,6 +39,7 @@ struct server_impl {
     std::string model_name;
     int64_t created = 0;                 // unix seconds, for OpenAI's "created" fields
     std::vector<std::string> api_keys;   // empty: no authentication
+    std::vector<key_settings> key_cfg;   // api_keys' settings, one each
     std::string web_root;                // canonical path of the web page's directory
 
     // Owned by the server object, not here: pending handlers hold this struct, and destroying

@@ -134,15 +134,51 @@ void scheduler_state::preempt(int64_t id) {
 }
 
 bool scheduler_state::make_room(int64_t for_id) {
-    // running_ is in admission order: the youngest not already in this step goes (it may be
-    // for_id itself, which then waits).
-    for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
-        const int64_t victim = *it;
-        if (victim != for_id && seqs_.at(victim).in_step) continue;
-        preempt(victim);
-        return victim != for_id;
+    // The victim: of the lowest class, the youngest not already in this step (it may be for_id
+    // itself, which then waits).
+    const sequence *victim = nullptr;
+    for (int64_t id : running_) {
+        const sequence &s = seqs_.at(id);
+        if (id != for_id && s.in_step) continue;
+        if (!victim || s.req.priority > victim->req.priority ||
+            (s.req.priority == victim->req.priority && s.admit_order > victim->admit_order))
+            victim = &s;
     }
-    return false;
+    if (!victim) return false;
+    const int64_t id = victim->req.id;
+    preempt(id);
+    return id != for_id;
+}
+
+std::vector<int64_t> scheduler_state::admission_order() const {
+    std::vector<int64_t> order(waiting_.begin(), waiting_.end());
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return seqs_.at(a).req.priority < seqs_.at(b).req.priority; });
+    return order;
+}
+
+void scheduler_state::preempt_for_priority() {
+    const int B = kv_.block_size();
+    for (int64_t wid : admission_order()) {
+        const sequence &w = seqs_.at(wid);
+        if (shares_prefix_in_progress(w)) continue; // it waits anyway; the next one is first
+        for (;;) {
+            const int n = static_cast<int>(w.tokens.size());
+            const int need = (n + B - 1) / B - kv_.match_prefix(w.tokens) / B;
+            if (!free_slots_.empty() && need <= kv_.n_free()) return;
+            const sequence *victim = nullptr;
+            for (int64_t id : running_) {
+                const sequence &s = seqs_.at(id);
+                if (s.req.priority <= w.req.priority) continue;
+                if (!victim || s.req.priority > victim->req.priority ||
+                    (s.req.priority == victim->req.priority && s.admit_order > victim->admit_order))
+                    victim = &s;
+            }
+            if (!victim) return;
+            preempt(victim->req.id);
+            ++counts_.preempted_for_priority;
+        }
+    }
 }
 
 bool scheduler_state::shares_prefix_in_progress(const sequence &s) const {
@@ -175,6 +211,7 @@ bool scheduler_state::try_admit(sequence &s, int budget) {
     if (!s.admitted) {
         s.admitted = true;
         ++counts_.admitted;
+        ++counts_.admitted_by_class[static_cast<int>(s.req.priority)];
         counts_.prompt_tokens += s.tokens.size();
         counts_.prefix_hit_tokens += static_cast<uint64_t>(adm->n_cached);
         s.n_cached = adm->n_cached;
@@ -192,6 +229,7 @@ step_plan scheduler_state::plan() {
     newly_admitted_.clear();
     int budget = settings_.step_tokens;
     const int B = kv_.block_size();
+    preempt_for_priority();
 
     auto add = [&](sequence &s, int n) {
         step_seq q;
@@ -238,17 +276,15 @@ step_plan scheduler_state::plan() {
         }
         if (fits) add(s, n);
     }
-    // Then admissions, first come first served, while slots, blocks and budget last. A request
-    // whose prompt's full blocks a running one is computing right now waits for them (it then
-    // finds them cached) rather than computing them a second time.
-    for (auto it = waiting_.begin(); it != waiting_.end() && budget > 0;) {
-        sequence &s = seqs_.at(*it);
-        if (shares_prefix_in_progress(s)) {
-            ++it;
-            continue;
-        }
+    // Then admissions, by class and first come first served within it, while slots, blocks
+    // and budget last. A request whose prompt's full blocks a running one is computing right
+    // now waits for them (it then finds them cached) rather than computing them a second time.
+    for (int64_t id : admission_order()) {
+        if (budget <= 0) break;
+        sequence &s = seqs_.at(id);
+        if (shares_prefix_in_progress(s)) continue;
         if (!try_admit(s, budget)) break;
-        it = waiting_.erase(it);
+        waiting_.erase(std::find(waiting_.begin(), waiting_.end(), id));
         add(s, std::min(static_cast<int>(s.tokens.size()) - s.num_computed, budget));
     }
     in_flight_ = !p.seqs.empty();

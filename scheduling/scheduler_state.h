@@ -23,6 +23,7 @@
 #include "engine/token_mask.h"
 #include "include/actorserve/errc.h"
 #include "include/actorserve/finish_reason.h"
+#include "include/actorserve/priority.h"
 
 namespace actorserve {
 
@@ -48,6 +49,10 @@ struct gen_request {
     // Structured output: only tokens the grammar admits are sampled (engine/token_mask.h).
     std::shared_ptr<const json_grammar> grammar = nullptr;
     std::shared_ptr<const token_vocab> vocab = nullptr; // with grammar
+    // Admission order: every waiting request of a higher class before any of a lower one (first
+    // come first served within a class); a higher class that cannot get a slot or blocks
+    // preempts a lower class's running sequence (include/actorserve/priority.h).
+    priority_class priority = priority_class::standard;
 };
 
 // One sequence's share of a step: what the executor computes for it.
@@ -87,6 +92,8 @@ struct seq_event {
 // What happened to a sequence between steps, for metrics.
 struct scheduler_counts {
     uint64_t admitted = 0, finished = 0, preempted = 0;
+    uint64_t preempted_for_priority = 0; // of preempted: for a waiting request of a higher class
+    uint64_t admitted_by_class[kPriorityClasses] = {}; // admitted, by priority_class
     // How requests ended, each counted once: finished = stop + length + context + cancelled +
     // error; refused at submit: rejected (can never run: invalid, or too large for the context
     // or the KV pool) and rejected_overloaded (the queue is full).
@@ -99,6 +106,8 @@ struct scheduler_counts {
     // Sums another scheduler's counts into these (one scheduler per device).
     scheduler_counts &operator+=(const scheduler_counts &o) {
         admitted += o.admitted, finished += o.finished, preempted += o.preempted;
+        preempted_for_priority += o.preempted_for_priority;
+        for (int c = 0; c < kPriorityClasses; ++c) admitted_by_class[c] += o.admitted_by_class[c];
         stop += o.stop, length += o.length, context += o.context, cancelled += o.cancelled, error += o.error;
         rejected += o.rejected, rejected_overloaded += o.rejected_overloaded;
         prompt_tokens += o.prompt_tokens, prefix_hit_tokens += o.prefix_hit_tokens;
@@ -169,7 +178,11 @@ private:
     // A running sequence is computing the full blocks of s's prompt now (OpenAI's n choices,
     // identical requests at once): s waits and then finds them cached.
     bool shares_prefix_in_progress(const sequence &s) const;
-    bool make_room(int64_t for_id);   // preempts the youngest other running sequence
+    bool make_room(int64_t for_id);   // preempts the lowest class's youngest other running sequence
+    // Before a plan: while the first waiting request (in admission order) lacks a slot or
+    // blocks, preempts the youngest running sequence of the lowest class below its own.
+    void preempt_for_priority();
+    std::vector<int64_t> admission_order() const; // waiting_, stably sorted by class
     void preempt(int64_t id);
     void finish(int64_t id, std::optional<finish_reason> reason, std::vector<seq_event> &out); // nullopt: failed
 
@@ -177,7 +190,8 @@ private:
     std::function<bool(int32_t)> is_eog_;
     kv_block_manager kv_;
     std::unordered_map<int64_t, sequence> seqs_;
-    std::deque<int64_t> waiting_;      // admission order; preempted ones go to the front
+    std::deque<int64_t> waiting_;      // arrival order; preempted ones go to the front (admitted
+                                       // by class first: admission_order())
     std::vector<int64_t> running_;     // admitted, holding a slot and blocks
     std::vector<int32_t> free_slots_;
     std::vector<int64_t> released_;    // ended since the last plan, for the executor

@@ -20,6 +20,7 @@
 #include "include/actorserve/chat_message.h"
 #include "include/actorserve/errc.h"
 #include "include/actorserve/finish_reason.h"
+#include "include/actorserve/priority.h"
 #include "include/actorserve/retrieval.h"
 #include "include/actorserve/sampling.h"
 
@@ -81,6 +82,8 @@ struct chat_request {
     std::shared_ptr<const json_grammar> grammar = nullptr; // structured output: the answer is a JSON
                                           // document of this grammar (compile_json_schema();
                                           // never answered from the caches)
+    priority_class priority = priority_class::standard; // the scheduler's admission class (an API
+                                          // key's setting on the server)
 };
 
 struct chat_delta {

@@ -118,6 +118,8 @@ struct metrics_snapshot {
     uint64_t requests_rejected_overloaded = 0; // = outcomes.overloaded
     request_outcomes outcomes;
     uint64_t preemptions = 0;
+    uint64_t preemptions_for_priority = 0; // of preemptions: for a waiting request of a higher class
+    uint64_t admitted_by_class[3] = {};    // admitted requests by priority_class (interactive, standard, batch)
     uint64_t prompt_tokens = 0;       // prompt tokens of admitted requests
     uint64_t prefix_hit_tokens = 0;   // prompt tokens served from cached KV blocks
     uint64_t computed_tokens = 0;     // tokens run through the model (recomputation included)

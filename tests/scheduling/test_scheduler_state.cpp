@@ -288,3 +288,83 @@ TEST_CASE("scheduler: a sequence preempted before its first token is admitted an
     CHECK(sched.counts().length == 2);
     CHECK(sched.kv().n_free() == sched.kv().n_blocks());
 }
+
+namespace {
+
+gen_request classed(int64_t id, std::vector<int32_t> prompt, int max_tokens, priority_class c) {
+    gen_request r{id, std::move(prompt), greedy(), max_tokens};
+    r.priority = c;
+    return r;
+}
+
+// Every plan's first admissions, joined, without the empty plans.
+std::vector<int64_t> joined(const std::vector<std::vector<int64_t>> &admitted) {
+    std::vector<int64_t> all;
+    for (const auto &a : admitted) all.insert(all.end(), a.begin(), a.end());
+    return all;
+}
+
+} // namespace
+
+TEST_CASE("scheduler: a higher class is admitted first and takes a lower class's slot; equal classes wait their turn") {
+    scheduler_settings s;
+    s.max_seqs = 1;
+    s.step_tokens = 8;
+    s.n_ctx = 16;
+    s.kv_block_size = 4;
+    s.kv_blocks = 8;
+    scheduler_state sched(s, [](int32_t) { return false; });
+    using enum priority_class;
+    REQUIRE(!sched.submit(classed(1, {1, 2, 3}, 3, batch)));
+    sched.plan(); // 1 runs alone
+    CHECK(sched.newly_admitted() == std::vector<int64_t>{1});
+    sched.complete({{1, 5}});
+    REQUIRE(!sched.submit(classed(2, {4, 5}, 3, batch)));
+    REQUIRE(!sched.submit(classed(3, {6, 7}, 3, standard)));
+    REQUIRE(!sched.submit(classed(4, {8, 9}, 3, interactive)));
+    REQUIRE(!sched.submit(classed(5, {10, 11}, 3, standard)));
+    // 4 (interactive) takes the one slot from 1 (batch); the standard ones 3 and 5 then wait
+    // for 4 to end rather than preempting it, and each other; 1 resumes before 2 (it came first).
+    const auto order = joined(drive(sched, 5));
+    CHECK(order == std::vector<int64_t>{4, 3, 5, 2});
+    CHECK(sched.counts().preempted_for_priority == 1);
+    CHECK(sched.counts().preempted == 1);
+    CHECK(sched.counts().length == 5); // each ran to max_tokens: preemption lost nothing
+    CHECK(sched.counts().admitted_by_class[0] == 1);
+    CHECK(sched.counts().admitted_by_class[1] == 2);
+    CHECK(sched.counts().admitted_by_class[2] == 2);
+    CHECK(sched.kv().n_free() == sched.kv().n_blocks());
+}
+
+TEST_CASE("scheduler: under memory pressure an interactive request preempts batch sequences, youngest first") {
+    scheduler_settings s;
+    s.max_seqs = 4;
+    s.step_tokens = 32;
+    s.n_ctx = 16;
+    s.kv_block_size = 4;
+    s.kv_blocks = 6; // 24 positions: three batch sequences of 8 fill the pool
+    scheduler_state sched(s, [](int32_t) { return false; });
+    using enum priority_class;
+    for (int64_t id = 1; id <= 3; ++id)
+        REQUIRE(!sched.submit(classed(id, std::vector<int32_t>(7, static_cast<int32_t>(id * 10)), 4, batch)));
+    sched.plan();
+    CHECK(sched.newly_admitted() == std::vector<int64_t>{1, 2, 3});
+    sched.complete({{1, 5}, {2, 5}, {3, 5}}); // each holds 2 blocks: the pool is full
+    // a slot is free but not the blocks: the interactive one preempts the youngest batch (3)
+    REQUIRE(!sched.submit(classed(9, std::vector<int32_t>(7, 90), 2, interactive)));
+    step_plan p = sched.plan();
+    CHECK(sched.newly_admitted() == std::vector<int64_t>{9});
+    CHECK(sched.counts().preempted_for_priority >= 1);
+    bool three_runs = false;
+    for (const step_seq &q : p.seqs) three_runs |= q.id == 3;
+    CHECK_FALSE(three_runs);
+    std::vector<std::pair<int64_t, int32_t>> sampled;
+    for (const step_seq &q : p.seqs)
+        if (q.sample) sampled.emplace_back(q.id, 5);
+    sched.complete(sampled);
+    drive(sched, 5);
+    CHECK(!sched.has_work());
+    CHECK(sched.counts().finished == 4);
+    CHECK(sched.counts().error == 0);
+    CHECK(sched.kv().n_free() == sched.kv().n_blocks());
+}
