@@ -171,7 +171,7 @@ chat_service::start(const caller &who, std::optional<std::string> session_id, ch
     rec.choices = choices;
     rec.rag = req.rag.has_value();
     rec.max_tokens = req.max_tokens;
-    rec.temperature = req.sampling.temperature;
+    if (req.temperature_set) rec.temperature = req.sampling.temperature;
     rec.started = std::chrono::system_clock::now();
     if (cfg_.log_prompts) rec.messages = req.messages;
     if (key >= 0) {
@@ -208,7 +208,8 @@ chat_service::start(const caller &who, std::optional<std::string> session_id, ch
     }
     std::vector<chat_session> sessions{session};
     for (int i = 1; ephemeral && i < choices; ++i) sessions.push_back(rt->open_session());
-    stream->set_relay(spawn_relay(sys_, std::move(sessions), std::move(req), stream, ephemeral, tokens));
+    stream->set_relay(spawn_relay(sys_, std::move(sessions), std::move(req), stream, ephemeral, tokens,
+                                  relay_policy{policy_, embed_}));
     if (ephemeral && retain) {
         requests_[stream->request_id()] = stream; // its session ends with the request (the relay's)
     } else if (ephemeral) {

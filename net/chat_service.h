@@ -19,6 +19,7 @@
 #include "net/key_limits.h"
 #include "net/request_log.h"
 #include "net/request_stream.h"
+#include "net/temperature_policy.h"
 
 namespace actorserve {
 
@@ -59,6 +60,12 @@ public:
     void set_keys(std::vector<key_settings> keys);
     // Where finished and refused requests are logged (net/request_log.h); null: nowhere.
     void set_request_log(std::shared_ptr<request_log> log) { log_ = std::move(log); }
+    // The dynamic temperature (net/temperature_policy.h) and the embedder it asks; null: off.
+    void set_policy(std::shared_ptr<const temperature_policy> p, embed_actor embed) {
+        policy_ = std::move(p);
+        embed_ = std::move(embed);
+    }
+    const temperature_policy *policy() const { return policy_.get(); }
     const key_limiter *limiter() const { return limiter_.get(); }
     const request_log *log() const { return log_.get(); }
     bool ready() const { return rt_.load() != nullptr; }
@@ -110,6 +117,8 @@ private:
     const server_config cfg_;
     std::shared_ptr<key_limiter> limiter_;  // null without keys
     std::shared_ptr<request_log> log_;
+    std::shared_ptr<const temperature_policy> policy_;
+    embed_actor embed_;
     std::atomic<runtime *> rt_{nullptr};
     std::atomic<bool> draining_{false};
     std::mutex mu_;

@@ -79,11 +79,11 @@ bool load_config_file(const std::string &path, server_config &cfg, std::string &
         err = path + ":" + std::to_string(e.source().begin.line) + ": " + std::string(e.description());
         return false;
     }
-    static const std::set<std::string> tables{"server",     "sessions", "model",      "scheduler",
-                                              "cache",      "rag",      "embeddings", "request_log"};
+    static const std::set<std::string> tables{"server", "sessions",   "model",  "scheduler",  "cache",
+                                              "rag",    "embeddings", "policy", "request_log"};
     for (const auto &[k, v] : root)
         if (!tables.count(std::string(k.str()))) {
-            err = path + ": [" + std::string(k.str()) + "] is not a settings table (server, sessions, model, scheduler, cache, rag, embeddings, request_log)";
+            err = path + ": [" + std::string(k.str()) + "] is not a settings table (server, sessions, model, scheduler, cache, rag, embeddings, policy, request_log)";
             return false;
         }
     std::string e;
@@ -217,6 +217,25 @@ bool load_config_file(const std::string &path, server_config &cfg, std::string &
         t.get<int64_t>("max_inputs", m.max_inputs);
         t.get<int64_t>("mailbox_limit", m.mailbox_limit);
         t.get<int64_t>("threads", m.threads);
+        t.done();
+    }
+    {
+        table_reader t(root, "policy", e);
+        policy_settings &p = cfg.policy;
+        t.get<bool>("dynamic_temperature", p.dynamic_temperature);
+        t.get<std::string>("examples", p.examples);
+        for (int k = 0; k < kRequestKinds; ++k) {
+            const std::string kind(kRequestKindNames[k]);
+            double temp = p.temperature[k], top_p = p.top_p[k];
+            t.get<double>((kind + "_temperature").c_str(), temp);
+            t.get<double>((kind + "_top_p").c_str(), top_p);
+            if (e.empty() && !(temp >= 0 && temp <= 2))
+                e = "[policy] " + kind + "_temperature must be in [0, 2], got " + std::to_string(temp);
+            if (e.empty() && !(top_p > 0 && top_p <= 1))
+                e = "[policy] " + kind + "_top_p must be in (0, 1], got " + std::to_string(top_p);
+            p.temperature[k] = static_cast<float>(temp);
+            p.top_p[k] = static_cast<float>(top_p);
+        }
         t.done();
     }
     {

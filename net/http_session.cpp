@@ -335,6 +335,11 @@ void http_session::respond_metrics(const metrics_snapshot &snap) {
             ks.running = lim->running(k);
             st.keys.push_back(std::move(ks));
         }
+    if (const temperature_policy *p = srv_->service.policy()) {
+        st.policy = true;
+        for (int k = 0; k < kRequestKinds; ++k) st.policy_kinds[k] = p->chosen(k);
+        st.policy_unclassified = p->unclassified();
+    }
     if (const request_log *log = srv_->service.log()) {
         st.request_log_lines = log->lines();
         st.request_log_errors = log->errors();

@@ -96,8 +96,14 @@ std::optional<request_problem> read_generation_field(std::string_view key, simdj
         out = static_cast<float>(d); // out of float's range: inf, which every range refuses
         return std::nullopt;
     };
-    if (key == "temperature") return as_float(s.temperature);
-    if (key == "top_p") return as_float(s.top_p);
+    if (key == "temperature") {
+        r.temperature_set = true;
+        return as_float(s.temperature);
+    }
+    if (key == "top_p") {
+        r.top_p_set = true;
+        return as_float(s.top_p);
+    }
     if (key == "min_p") return as_float(s.min_p);
     if (key == "repeat_penalty") return as_float(s.repeat_penalty);
     if (key == "top_k") return as_int(s.top_k);

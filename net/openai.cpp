@@ -6,6 +6,7 @@
 
 #include "engine/json_grammar.h"
 #include "net/cache_debug.h"
+#include "net/policy_json.h"
 #include "net/openai_logprobs.h"
 #include "net/openai_tools.h"
 #include "net/rag_api.h"
@@ -27,9 +28,11 @@ void add_cached(boost::json::object &o, const stream_event &done) {
     o["similarity"] = done.similarity;
 }
 
-// An extension too: with rag, the passages the answer was given, as its [n] citations number them.
+// An extension too: with rag, the passages the answer was given, as its [n] citations number
+// them; and what the dynamic temperature chose.
 void add_sources(boost::json::object &o, const stream_event &done) {
     if (!done.sources.empty()) o["sources"] = render_rag_sources(done.sources);
+    if (auto p = render_policy(done)) o["policy"] = std::move(*p);
 }
 
 boost::json::object usage_json(const chat_usage &u) {

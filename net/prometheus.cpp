@@ -272,6 +272,14 @@ std::string render_prometheus(const metrics_snapshot &m, const server_stats &s, 
         for (const server_stats::key_stats &k : s.keys)
             e.labelled_count("actorserve_key_requests_running", static_cast<uint64_t>(k.running), "key=\"" + label_value(k.id) + "\"");
     }
+    if (s.policy) {
+        e.family("actorserve_policy_requests_total", "counter",
+                 "Requests given a temperature by the dynamic temperature, by the kind it saw (unclassified: no vector came).");
+        for (int k = 0; k < kRequestKinds; ++k)
+            e.labelled_count("actorserve_policy_requests_total", s.policy_kinds[k],
+                             "kind=\"" + std::string(kRequestKindNames[k]) + "\"");
+        e.labelled_count("actorserve_policy_requests_total", s.policy_unclassified, "kind=\"unclassified\"");
+    }
     e.family("actorserve_request_log_lines_total", "counter", "Lines written to the request log ([request_log]).");
     e.plain_count("actorserve_request_log_lines_total", s.request_log_lines);
     e.family("actorserve_request_log_errors_total", "counter", "Request log lines that could not be written.");

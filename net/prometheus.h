@@ -24,6 +24,8 @@
 //       _sessions, _ready                                                            gauges
 //     actorserve_connections_refused_total, _request_log_lines_total,
 //       _request_log_errors_total                                                    counters
+//   when the dynamic temperature is on (docs/policy.md):
+//     actorserve_policy_requests_total{kind="factual|code|creative|chat|unclassified"} counter
 //   with label key (the key file's id), when API keys are on:
 //     actorserve_key_rate_limited_total{key,limit="rpm|tpm|concurrent"}             counter
 //     actorserve_key_requests_running{key}                                           gauge
@@ -36,6 +38,7 @@
 
 #include "include/actorserve/metrics.h"
 #include "net/key_limits.h"
+#include "net/temperature_policy.h"
 
 namespace actorserve {
 
@@ -54,6 +57,8 @@ struct server_stats {
     };
     std::vector<key_stats> keys;       // with API keys: one per key
     uint64_t request_log_lines = 0, request_log_errors = 0;
+    bool policy = false;                             // the dynamic temperature is on
+    uint64_t policy_kinds[kRequestKinds] = {}, policy_unclassified = 0;
 };
 
 // The whole exposition, every family with # HELP and # TYPE. A model_name with quotes,

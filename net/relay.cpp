@@ -18,6 +18,9 @@ struct relay_st {
     stream_event total;                 // n > 1: the done event (choice 0's, usage summed)
     int completion_tokens = 0;          // n > 1: of the choices ended so far
     bool failed = false;
+    bool sent = false;                  // the requests went to the sessions
+    bool cancel_pending = false;        // a cancel came before they did
+    stream_event::policy_outcome policy; // the dynamic temperature's choice
 };
 
 using self_ptr = caf::stateful_actor<relay_st> *;
@@ -48,12 +51,13 @@ stream_event done_event(self_ptr self, const chat_done &d) {
     e.cache_scope = d.cache_scope;
     e.cached_question = d.cached_question;
     e.cache_debug_refused = d.cache_debug_refused;
+    e.policy = self->state.policy;
     e.total_ms = std::chrono::duration<double, std::milli>(request_stream::clock::now() - self->state.stream->created()).count();
     return e;
 }
 
 caf::behavior relay_actor(self_ptr self, std::vector<chat_session> sessions, chat_request req,
-                          std::shared_ptr<request_stream> stream, bool own_session, bool tokens) {
+                          std::shared_ptr<request_stream> stream, bool own_session, bool tokens, relay_policy policy) {
     auto &init = self->state;
     init.own_session = own_session;
     init.tokens = tokens;
@@ -78,11 +82,54 @@ caf::behavior relay_actor(self_ptr self, std::vector<chat_session> sessions, cha
     });
     // Choice i: its own seed, seed + i, so that it is the answer a request with that seed gets
     // alone; its own session, so that the choices decode side by side in one batch.
-    for (size_t i = 0; i < n; ++i) {
-        chat_request r = req;
-        r.id = static_cast<int64_t>(i);
-        r.sampling.seed += i;
-        self->send(init.sessions[i], std::move(r));
+    auto send_all = [self](const chat_request &what) {
+        auto &st = self->state;
+        if (st.failed) return;
+        st.sent = true;
+        for (size_t i = 0; i < st.sessions.size(); ++i) {
+            chat_request r = what;
+            r.id = static_cast<int64_t>(i);
+            r.sampling.seed += i;
+            self->send(st.sessions[i], std::move(r));
+            if (st.cancel_pending) self->send(st.sessions[i], cancel_atom::value, static_cast<int64_t>(i));
+        }
+    };
+    const chat_message *last_user = nullptr;
+    for (const chat_message &m : req.messages)
+        if (m.role == "user" || req.raw) last_user = &m;
+    if (!policy.policy || !policy.embed || req.temperature_set || !last_user) {
+        send_all(req);
+    } else {
+        // The kind first: one embedding (a few ms), then the request goes with its values.
+        auto pol = policy.policy;
+        auto asked = std::make_shared<chat_request>(std::move(req));
+        self->request(policy.embed, std::chrono::seconds(10), embed_request{{last_user->content}, 0})
+            .then(
+                [self, pol, asked, send_all](embed_reply &r) {
+                    auto &out = self->state.policy;
+                    if (!r.ok || r.vectors.size() != 1) {
+                        out.kind = "unclassified";
+                        pol->count_unclassified();
+                    } else {
+                        const auto c = pol->classify(r.vectors[0]);
+                        pol->count(c.kind);
+                        out.kind = std::string(kRequestKindNames[c.kind]);
+                        out.similarity = c.similarity;
+                        asked->sampling.temperature = c.temperature;
+                        if (!asked->top_p_set) asked->sampling.top_p = c.top_p;
+                    }
+                    out.temperature = asked->sampling.temperature;
+                    out.top_p = asked->sampling.top_p;
+                    send_all(*asked);
+                },
+                [self, pol, asked, send_all](caf::error &) {
+                    auto &out = self->state.policy;
+                    out.kind = "unclassified";
+                    out.temperature = asked->sampling.temperature;
+                    out.top_p = asked->sampling.top_p;
+                    pol->count_unclassified();
+                    send_all(*asked);
+                });
     }
     return {
         [self](const chat_delta &d) {
@@ -143,6 +190,10 @@ caf::behavior relay_actor(self_ptr self, std::vector<chat_session> sessions, cha
         },
         [self](cancel_atom) {
             auto &st = self->state;
+            if (!st.sent) {
+                st.cancel_pending = true;
+                return;
+            }
             for (size_t i = 0; i < st.sessions.size(); ++i)
                 if (!st.ended[i]) self->send(st.sessions[i], cancel_atom::value, static_cast<int64_t>(i));
         },
@@ -152,8 +203,9 @@ caf::behavior relay_actor(self_ptr self, std::vector<chat_session> sessions, cha
 } // namespace
 
 caf::actor spawn_relay(caf::actor_system &sys, std::vector<chat_session> sessions, chat_request req,
-                       std::shared_ptr<request_stream> stream, bool own_session, bool tokens) {
-    return sys.spawn(relay_actor, std::move(sessions), std::move(req), std::move(stream), own_session, tokens);
+                       std::shared_ptr<request_stream> stream, bool own_session, bool tokens, relay_policy policy) {
+    return sys.spawn(relay_actor, std::move(sessions), std::move(req), std::move(stream), own_session, tokens,
+                     std::move(policy));
 }
 
 } // namespace actorserve

@@ -10,8 +10,10 @@
 #include <memory>
 #include <vector>
 
+#include "include/actorserve/embed_messages.h"
 #include "include/actorserve/messages.h"
 #include "net/request_stream.h"
+#include "net/temperature_policy.h"
 
 namespace actorserve {
 
@@ -22,7 +24,13 @@ namespace actorserve {
 // own_session: the sessions exist for this request alone and end with it.
 // tokens: append a token event per delta; false (stream: false) keeps only start and the end,
 // so event ids stay consecutive and the stream holds the text once.
+// policy (with embed): a request that set no temperature is sent once its kind is known, with
+// the kind's temperature (and top-p, unless it set one); the done event says what was chosen.
+struct relay_policy {
+    std::shared_ptr<const temperature_policy> policy;
+    embed_actor embed;
+};
 caf::actor spawn_relay(caf::actor_system &sys, std::vector<chat_session> sessions, chat_request req,
-                       std::shared_ptr<request_stream> stream, bool own_session, bool tokens);
+                       std::shared_ptr<request_stream> stream, bool own_session, bool tokens, relay_policy policy = {});
 
 } // namespace actorserve

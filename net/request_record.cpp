@@ -2,6 +2,8 @@
 
 #include <boost/json.hpp>
 
+#include "net/policy_json.h"
+
 #include <cmath>
 #include <ctime>
 
@@ -53,6 +55,8 @@ std::string render_request_record(const request_record &r, const stream_event &e
         if (end.cached.empty()) o["cache"] = nullptr;
         else o["cache"] = end.cached;
         if (r.rag) o["rag_sources"] = end.sources.size();
+        if (!end.policy.kind.empty())
+            o["policy"] = *render_policy(end);
         if (with_text) o["answer"] = end.text;
     } else {
         o["outcome"] = "error";

@@ -21,7 +21,8 @@ struct request_record {
     int choices = 1;
     bool rag = false;                      // retrieval was asked for
     int max_tokens = 0;
-    std::optional<float> temperature;      // as the request set it (nullopt: it did not)
+    std::optional<float> temperature;      // as the request set it (nullopt: it did not; the
+                                           // end's policy then says what was chosen)
     std::chrono::system_clock::time_point started;
     // With server.log_prompts only: the messages as sent.
     std::optional<std::vector<chat_message>> messages;

@@ -44,6 +44,12 @@ struct stream_event {
     // choice ended, with what a done event holds for it (text, finish_reason, usage, logprobs).
     int choice = 0;
     bool choice_end = false;
+    // done: what the dynamic temperature chose (net/temperature_policy.h); kind empty: nothing
+    // (the request set its temperature, or the policy is off)
+    struct policy_outcome {
+        std::string kind;         // factual, code, creative, chat; "unclassified": no vector came
+        float temperature = 0, top_p = 0, similarity = 0;
+    } policy;
     bool ends() const { return kind == done || kind == error; }
 };
 

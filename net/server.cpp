@@ -114,7 +114,53 @@ server::~server() {
     impl_.reset();
 }
 
+namespace {
+
+// The dynamic temperature's centroids, from the tune half of its examples embedded by the
+// runtime's embeddings actor (a second or two at start-up). Null, said in the log, when it is
+// off or cannot be built; the server then serves every request as it comes.
+std::shared_ptr<const temperature_policy> load_policy(caf::actor_system &sys, const server_config &cfg, runtime &rt) {
+    if (!cfg.policy.dynamic_temperature) return nullptr;
+    embed_actor embed = rt.embeddings();
+    if (!embed) {
+        spdlog::warn("dynamic temperature off: it needs the embeddings actor ([embeddings] enabled)");
+        return nullptr;
+    }
+    std::vector<kind_example> all, tune;
+    std::string err;
+    if (!load_kind_examples(cfg.policy.examples, all, err)) {
+        spdlog::warn("dynamic temperature off: {}", err);
+        return nullptr;
+    }
+    for (kind_example &e : all)
+        if (e.tune) tune.push_back(std::move(e));
+    std::vector<std::vector<float>> vectors;
+    caf::scoped_actor self{sys};
+    const size_t chunk = std::max<size_t>(1, cfg.runtime.embeddings.max_inputs);
+    for (size_t i = 0; i < tune.size() && err.empty(); i += chunk) {
+        embed_request req;
+        for (size_t j = i; j < std::min(tune.size(), i + chunk); ++j) req.inputs.push_back(tune[j].text);
+        self->request(embed, std::chrono::seconds(120), std::move(req))
+            .receive(
+                [&](embed_reply &r) {
+                    if (!r.ok) err = r.error;
+                    for (auto &v : r.vectors) vectors.push_back(std::move(v));
+                },
+                [&](caf::error &e) { err = to_string(e); });
+    }
+    auto policy = err.empty() ? temperature_policy::build(cfg.policy, tune, vectors, err) : nullptr;
+    if (!policy) {
+        spdlog::warn("dynamic temperature off: {}", err);
+        return nullptr;
+    }
+    spdlog::info("dynamic temperature on: {} labelled examples ({})", tune.size(), cfg.policy.examples);
+    return policy;
+}
+
+} // namespace
+
 void server::attach(runtime &rt) {
+    impl_->service.set_policy(load_policy(impl_->sys, impl_->cfg, rt), rt.embeddings());
     impl_->service.attach(rt);
     spdlog::info("ready: serving {}", impl_->model_name);
 }

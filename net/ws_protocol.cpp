@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include "net/cache_debug.h"
+#include "net/policy_json.h"
 #include "net/rag_api.h"
 
 namespace actorserve {
@@ -133,6 +134,7 @@ std::string render_event(const request_stream &s, size_t event_id, const stream_
         }
         if (!e.sources.empty()) o["sources"] = render_rag_sources(e.sources);
         if (auto dbg = render_cache_debug(e)) o["cache_debug"] = std::move(*dbg);
+        if (auto p = render_policy(e)) o["policy"] = std::move(*p);
         break;
     }
     case stream_event::error:

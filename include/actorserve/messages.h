@@ -84,6 +84,8 @@ struct chat_request {
                                           // never answered from the caches)
     priority_class priority = priority_class::standard; // the scheduler's admission class (an API
                                           // key's setting on the server)
+    bool temperature_set = false;         // the client gave temperature / top_p (the server's
+    bool top_p_set = false;               // dynamic temperature then keeps them: docs/policy.md)
 };
 
 struct chat_delta {

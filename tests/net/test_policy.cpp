@@ -281,3 +281,70 @@ TEST_CASE("policy: an interactive key's request gets its first token ahead of a 
     CHECK(m.preemptions_for_priority >= 1);
     CHECK(m.outcomes.error == 0);
 }
+
+TEST_CASE("policy: a request without temperature gets its kind's; one that sets it is left alone") {
+    test_support::temp_dir dir("policy_temp");
+    server_config cfg = server_fixture::config();
+    cfg.runtime.embeddings.enabled = true;
+    cfg.runtime.embeddings.model_dir = test_paths::embed_model_dir();
+    cfg.policy.dynamic_temperature = true;
+    cfg.policy.examples = test_paths::source() + "/configs/policy_kinds.jsonl";
+    cfg.policy.temperature[2] = 1.1f; // creative
+    cfg.request_log.path = dir.file("requests.log");
+    server_fixture fx(cfg);
+    const uint16_t port = fx.port();
+
+    ws_client ws;
+    REQUIRE(ws.connect(port));
+    auto done_of = [&](const json::object &msg) {
+        REQUIRE(ws.send_json(msg));
+        for (;;) {
+            auto ev = ws.read_json();
+            REQUIRE(ev);
+            REQUIRE_MESSAGE(str_of(*ev, "type") != "error", json::serialize(*ev));
+            if (str_of(*ev, "type") == "done") return *ev;
+        }
+    };
+    json::object poem = done_of({{"type", "chat"}, {"message", "Write a short poem about the sea at night."}, {"max_tokens", 8}});
+    const json::object *p = obj_of(poem, "policy");
+    REQUIRE_MESSAGE(p, json::serialize(poem));
+    CHECK(str_of(*p, "kind") == "creative");
+    CHECK(num_of(*p, "temperature").value_or(0) == doctest::Approx(1.1));
+    CHECK(num_of(*p, "top_p").value_or(0) == doctest::Approx(0.95));
+    CHECK(num_of(*p, "similarity").value_or(0) > 0.2);
+    // set by the request: untouched, and nothing said
+    json::object fixed = done_of({{"type", "chat"}, {"message", "Write a poem about rain."}, {"max_tokens", 4}, {"temperature", 0}});
+    CHECK_FALSE(has(fixed, "policy"));
+    // top_p alone: the kind's temperature, the request's top_p
+    json::object half = done_of({{"type", "chat"}, {"message", "Write a poem about snow."}, {"max_tokens", 4}, {"top_p", 0.5}});
+    REQUIRE(obj_of(half, "policy"));
+    CHECK(num_of(*obj_of(half, "policy"), "temperature").value_or(0) == doctest::Approx(1.1));
+    CHECK(num_of(*obj_of(half, "policy"), "top_p").value_or(0) == doctest::Approx(0.5));
+
+    // the OpenAI API says it in the response, the log and /metrics count it
+    http_reply r = http_post(port, "/v1/chat/completions",
+                             json::serialize(json::object{
+                                 {"messages", json::array{json::object{
+                                                  {"role", "user"}, {"content", "Write a Python function that reverses a string."}}}},
+                                 {"max_tokens", 8}}));
+    REQUIRE(r.status == 200);
+    auto body = r.json_body();
+    REQUIRE(body);
+    const json::object *rp = obj_of(*body, "policy");
+    REQUIRE_MESSAGE(rp, r.body);
+    CHECK(str_of(*rp, "kind") == "code");
+    CHECK(num_of(*rp, "temperature").value_or(0) == doctest::Approx(0.2));
+    auto m = http_get(port, "/metrics");
+    CHECK(m.body.find("actorserve_policy_requests_total{kind=\"creative\"} 2") != std::string::npos);
+    CHECK(m.body.find("actorserve_policy_requests_total{kind=\"code\"} 1") != std::string::npos);
+    std::vector<json::object> lines;
+    for (int i = 0; i < 100 && lines.size() < 4; ++i) {
+        lines = read_lines(cfg.request_log.path);
+        if (lines.size() < 4) std::this_thread::sleep_for(20ms);
+    }
+    REQUIRE(lines.size() == 4);
+    CHECK(lines[0].at("temperature").is_null());
+    CHECK(str_of(*obj_of(lines[0], "policy"), "kind") == "creative");
+    CHECK(num_of(lines[1], "temperature").value_or(-1) == doctest::Approx(0));
+    CHECK_FALSE(has(lines[1], "policy"));
+}

