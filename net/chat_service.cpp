@@ -209,7 +209,7 @@ chat_service::start(const caller &who, std::optional<std::string> session_id, ch
     std::vector<chat_session> sessions{session};
     for (int i = 1; ephemeral && i < choices; ++i) sessions.push_back(rt->open_session());
     stream->set_relay(spawn_relay(sys_, std::move(sessions), std::move(req), stream, ephemeral, tokens,
-                                  relay_policy{policy_, embed_}));
+                                  relay_policy{policy_, guard_, embed_}));
     if (ephemeral && retain) {
         requests_[stream->request_id()] = stream; // its session ends with the request (the relay's)
     } else if (ephemeral) {

@@ -19,7 +19,7 @@
 #include "net/key_limits.h"
 #include "net/request_log.h"
 #include "net/request_stream.h"
-#include "net/temperature_policy.h"
+#include "policy/temperature_policy.h"
 
 namespace actorserve {
 
@@ -60,12 +60,16 @@ public:
     void set_keys(std::vector<key_settings> keys);
     // Where finished and refused requests are logged (net/request_log.h); null: nowhere.
     void set_request_log(std::shared_ptr<request_log> log) { log_ = std::move(log); }
-    // The dynamic temperature (net/temperature_policy.h) and the embedder it asks; null: off.
-    void set_policy(std::shared_ptr<const temperature_policy> p, embed_actor embed) {
+    // The dynamic temperature (policy/temperature_policy.h) and the embedder it asks; null: off.
+    // The prompt-injection guard (policy/injection_guard.h); null: off.
+    void set_policy(std::shared_ptr<const temperature_policy> p, std::shared_ptr<const injection_guard> g,
+                    embed_actor embed) {
         policy_ = std::move(p);
+        guard_ = std::move(g);
         embed_ = std::move(embed);
     }
     const temperature_policy *policy() const { return policy_.get(); }
+    const injection_guard *guard() const { return guard_.get(); }
     const key_limiter *limiter() const { return limiter_.get(); }
     const request_log *log() const { return log_.get(); }
     bool ready() const { return rt_.load() != nullptr; }
@@ -118,6 +122,7 @@ private:
     std::shared_ptr<key_limiter> limiter_;  // null without keys
     std::shared_ptr<request_log> log_;
     std::shared_ptr<const temperature_policy> policy_;
+    std::shared_ptr<const injection_guard> guard_;
     embed_actor embed_;
     std::atomic<runtime *> rt_{nullptr};
     std::atomic<bool> draining_{false};

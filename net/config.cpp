@@ -223,6 +223,16 @@ bool load_config_file(const std::string &path, server_config &cfg, std::string &
         table_reader t(root, "policy", e);
         policy_settings &p = cfg.policy;
         t.get<bool>("dynamic_temperature", p.dynamic_temperature);
+        std::string action = cfg.guard.action == guard_action::block ? "block" : cfg.guard.action == guard_action::off ? "off" : "flag";
+        t.get<std::string>("guard", action);
+        if (auto a = parse_guard_action(action)) cfg.guard.action = *a;
+        else if (e.empty()) e = "[policy] guard must be \"block\", \"flag\" or \"off\", got \"" + action.substr(0, 32) + "\"";
+        t.get<std::string>("guard_examples", cfg.guard.examples);
+        double threshold = cfg.guard.threshold;
+        t.get<double>("guard_threshold", threshold);
+        if (e.empty() && !(threshold > 0 && threshold < 1))
+            e = "[policy] guard_threshold must be in (0, 1), got " + std::to_string(threshold);
+        cfg.guard.threshold = static_cast<float>(threshold);
         t.get<std::string>("examples", p.examples);
         for (int k = 0; k < kRequestKinds; ++k) {
             const std::string kind(kRequestKindNames[k]);

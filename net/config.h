@@ -9,7 +9,8 @@
 
 #include "include/actorserve/runtime.h"
 #include "net/request_log.h"
-#include "net/temperature_policy.h"
+#include "policy/injection_guard.h"
+#include "policy/temperature_policy.h"
 
 namespace actorserve {
 
@@ -49,8 +50,9 @@ struct server_config {
     // [rag], the part the network reads: POST /v1/rag/documents bodies up to this (other
     // requests keep max_message_bytes); the rest of [rag] is runtime.rag
     size_t rag_max_body_bytes = size_t{16} << 20;
-    // [policy]: the dynamic temperature (net/temperature_policy.h)
+    // [policy]: the dynamic temperature (policy/temperature_policy.h)
     policy_settings policy;
+    guard_settings guard;                     // [policy] guard, guard_examples, guard_threshold
     // [request_log]: one JSON line per finished or refused request (net/request_log.h)
     request_log_config request_log;
     // [model], [scheduler], [cache] and [rag]

@@ -340,6 +340,13 @@ void http_session::respond_metrics(const metrics_snapshot &snap) {
         for (int k = 0; k < kRequestKinds; ++k) st.policy_kinds[k] = p->chosen(k);
         st.policy_unclassified = p->unclassified();
     }
+    if (const injection_guard *g = srv_->service.guard()) {
+        st.guard = true;
+        st.guard_passed = g->passed();
+        st.guard_flagged = g->flagged();
+        st.guard_blocked = g->blocked();
+        st.guard_unchecked = g->unchecked();
+    }
     if (const request_log *log = srv_->service.log()) {
         st.request_log_lines = log->lines();
         st.request_log_errors = log->errors();

@@ -33,6 +33,7 @@ void add_cached(boost::json::object &o, const stream_event &done) {
 void add_sources(boost::json::object &o, const stream_event &done) {
     if (!done.sources.empty()) o["sources"] = render_rag_sources(done.sources);
     if (auto p = render_policy(done)) o["policy"] = std::move(*p);
+    if (auto g = render_guard(done)) o["guard"] = std::move(*g);
 }
 
 boost::json::object usage_json(const chat_usage &u) {

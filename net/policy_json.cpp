@@ -20,4 +20,12 @@ std::optional<boost::json::object> render_policy(const stream_event &done) {
     return o;
 }
 
+std::optional<boost::json::object> render_guard(const stream_event &done, bool always) {
+    const auto &g = done.guard;
+    if (!g.checked || (!g.flagged && !always)) return std::nullopt;
+    boost::json::array reasons;
+    for (const std::string &r : g.reasons) reasons.emplace_back(r);
+    return boost::json::object{{"flagged", g.flagged}, {"score", rounded(g.score)}, {"reasons", std::move(reasons)}};
+}
+
 } // namespace actorserve

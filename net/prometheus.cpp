@@ -280,6 +280,16 @@ std::string render_prometheus(const metrics_snapshot &m, const server_stats &s, 
                              "kind=\"" + std::string(kRequestKindNames[k]) + "\"");
         e.labelled_count("actorserve_policy_requests_total", s.policy_unclassified, "kind=\"unclassified\"");
     }
+    if (s.guard) {
+        e.family("actorserve_guard_requests_total", "counter",
+                 "Requests the prompt-injection guard checked, by outcome (flagged: served and marked; blocked: refused).");
+        e.labelled_count("actorserve_guard_requests_total", s.guard_passed, "outcome=\"passed\"");
+        e.labelled_count("actorserve_guard_requests_total", s.guard_flagged, "outcome=\"flagged\"");
+        e.labelled_count("actorserve_guard_requests_total", s.guard_blocked, "outcome=\"blocked\"");
+        e.family("actorserve_guard_unchecked_total", "counter",
+                 "Requests the guard's classifier could not read (no embedding came): the rules alone judged them.");
+        e.plain_count("actorserve_guard_unchecked_total", s.guard_unchecked);
+    }
     e.family("actorserve_request_log_lines_total", "counter", "Lines written to the request log ([request_log]).");
     e.plain_count("actorserve_request_log_lines_total", s.request_log_lines);
     e.family("actorserve_request_log_errors_total", "counter", "Request log lines that could not be written.");

@@ -26,6 +26,8 @@
 //       _request_log_errors_total                                                    counters
 //   when the dynamic temperature is on (docs/policy.md):
 //     actorserve_policy_requests_total{kind="factual|code|creative|chat|unclassified"} counter
+//   when the prompt-injection guard is on:
+//     actorserve_guard_requests_total{outcome="passed|flagged|blocked"}, _guard_unchecked_total counters
 //   with label key (the key file's id), when API keys are on:
 //     actorserve_key_rate_limited_total{key,limit="rpm|tpm|concurrent"}             counter
 //     actorserve_key_requests_running{key}                                           gauge
@@ -38,7 +40,7 @@
 
 #include "include/actorserve/metrics.h"
 #include "net/key_limits.h"
-#include "net/temperature_policy.h"
+#include "policy/temperature_policy.h"
 
 namespace actorserve {
 
@@ -59,6 +61,8 @@ struct server_stats {
     uint64_t request_log_lines = 0, request_log_errors = 0;
     bool policy = false;                             // the dynamic temperature is on
     uint64_t policy_kinds[kRequestKinds] = {}, policy_unclassified = 0;
+    bool guard = false;                              // the prompt-injection guard is on
+    uint64_t guard_passed = 0, guard_flagged = 0, guard_blocked = 0, guard_unchecked = 0;
 };
 
 // The whole exposition, every family with # HELP and # TYPE. A model_name with quotes,

@@ -1,6 +1,10 @@
 #include "net/relay.h"
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
+
+#include "net/screening.h"
 
 namespace actorserve {
 
@@ -21,6 +25,7 @@ struct relay_st {
     bool sent = false;                  // the requests went to the sessions
     bool cancel_pending = false;        // a cancel came before they did
     stream_event::policy_outcome policy; // the dynamic temperature's choice
+    stream_event::guard_outcome guard;   // the prompt-injection guard's verdict
 };
 
 using self_ptr = caf::stateful_actor<relay_st> *;
@@ -52,6 +57,7 @@ stream_event done_event(self_ptr self, const chat_done &d) {
     e.cached_question = d.cached_question;
     e.cache_debug_refused = d.cache_debug_refused;
     e.policy = self->state.policy;
+    e.guard = self->state.guard;
     e.total_ms = std::chrono::duration<double, std::milli>(request_stream::clock::now() - self->state.stream->created()).count();
     return e;
 }
@@ -94,42 +100,34 @@ caf::behavior relay_actor(self_ptr self, std::vector<chat_session> sessions, cha
             if (st.cancel_pending) self->send(st.sessions[i], cancel_atom::value, static_cast<int64_t>(i));
         }
     };
-    const chat_message *last_user = nullptr;
-    for (const chat_message &m : req.messages)
-        if (m.role == "user" || req.raw) last_user = &m;
-    if (!policy.policy || !policy.embed || req.temperature_set || !last_user) {
+    auto screen = screening::plan(policy.policy, policy.guard, req);
+    if (!screen || !policy.embed) {
         send_all(req);
     } else {
-        // The kind first: one embedding (a few ms), then the request goes with its values.
-        auto pol = policy.policy;
+        // The user text embedded first (a few ms): its kind and the guard's verdict decide how,
+        // and whether, the request goes on.
+        auto scr = std::make_shared<screening>(std::move(*screen));
         auto asked = std::make_shared<chat_request>(std::move(req));
-        self->request(policy.embed, std::chrono::seconds(10), embed_request{{last_user->content}, 0})
-            .then(
-                [self, pol, asked, send_all](embed_reply &r) {
-                    auto &out = self->state.policy;
-                    if (!r.ok || r.vectors.size() != 1) {
-                        out.kind = "unclassified";
-                        pol->count_unclassified();
-                    } else {
-                        const auto c = pol->classify(r.vectors[0]);
-                        pol->count(c.kind);
-                        out.kind = std::string(kRequestKindNames[c.kind]);
-                        out.similarity = c.similarity;
-                        asked->sampling.temperature = c.temperature;
-                        if (!asked->top_p_set) asked->sampling.top_p = c.top_p;
-                    }
-                    out.temperature = asked->sampling.temperature;
-                    out.top_p = asked->sampling.top_p;
-                    send_all(*asked);
-                },
-                [self, pol, asked, send_all](caf::error &) {
-                    auto &out = self->state.policy;
-                    out.kind = "unclassified";
-                    out.temperature = asked->sampling.temperature;
-                    out.top_p = asked->sampling.top_p;
-                    pol->count_unclassified();
-                    send_all(*asked);
-                });
+        auto decide = [self, scr, asked, send_all](const std::vector<std::vector<float>> *vectors) {
+            auto &st = self->state;
+            if (!scr->apply(*asked, vectors, st.policy, st.guard)) {
+                if (st.guard.flagged) spdlog::info("the prompt-injection guard flagged a request ({:.2f})", st.guard.score);
+                return send_all(*asked);
+            }
+            spdlog::info("the prompt-injection guard refused a request ({:.2f})", st.guard.score);
+            stream_event e;
+            e.kind = stream_event::error;
+            e.code = errc::prompt_injection;
+            std::string why;
+            for (const std::string &r : st.guard.reasons) why += (why.empty() ? "" : ", ") + r;
+            e.message = "the prompt-injection guard refused this request: a user message reads as an attempt to override "
+                        "or extract the instructions, smuggle role markers or switch persona (" + why + ")";
+            e.guard = st.guard;
+            fail(self, std::move(e));
+        };
+        self->request(policy.embed, std::chrono::seconds(10), embed_request{scr->texts(), 0})
+            .then([decide](embed_reply &r) { decide(r.ok ? &r.vectors : nullptr); },
+                  [decide](caf::error &) { decide(nullptr); });
     }
     return {
         [self](const chat_delta &d) {
@@ -186,6 +184,8 @@ caf::behavior relay_actor(self_ptr self, std::vector<chat_session> sessions, cha
             e.code = err.code;
             e.message = n_choices(self) > 1 ? "choice " + std::to_string(i) + ": " + err.message : err.message;
             e.retry_after_ms = err.retry_after_ms;
+            e.policy = st.policy;
+            e.guard = st.guard;
             fail(self, std::move(e));
         },
         [self](cancel_atom) {

@@ -13,7 +13,8 @@
 #include "include/actorserve/embed_messages.h"
 #include "include/actorserve/messages.h"
 #include "net/request_stream.h"
-#include "net/temperature_policy.h"
+#include "policy/injection_guard.h"
+#include "policy/temperature_policy.h"
 
 namespace actorserve {
 
@@ -26,8 +27,11 @@ namespace actorserve {
 // so event ids stay consecutive and the stream holds the text once.
 // policy (with embed): a request that set no temperature is sent once its kind is known, with
 // the kind's temperature (and top-p, unless it set one); the done event says what was chosen.
+// guard: the prompt-injection guard checks its user messages first (and with "block" may end
+// it with a prompt_injection error).
 struct relay_policy {
     std::shared_ptr<const temperature_policy> policy;
+    std::shared_ptr<const injection_guard> guard;
     embed_actor embed;
 };
 caf::actor spawn_relay(caf::actor_system &sys, std::vector<chat_session> sessions, chat_request req,

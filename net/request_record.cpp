@@ -57,11 +57,13 @@ std::string render_request_record(const request_record &r, const stream_event &e
         if (r.rag) o["rag_sources"] = end.sources.size();
         if (!end.policy.kind.empty())
             o["policy"] = *render_policy(end);
+        if (auto g = render_guard(end, true)) o["guard"] = std::move(*g);
         if (with_text) o["answer"] = end.text;
     } else {
         o["outcome"] = "error";
         o["error"] = {{"code", name(end.code)}, {"message", end.message}};
         o["total_ms"] = std::round(ms * 10) / 10;
+        if (auto g = render_guard(end, true)) o["guard"] = std::move(*g);
     }
     if (with_text && r.messages) {
         json::array a;

@@ -44,12 +44,19 @@ struct stream_event {
     // choice ended, with what a done event holds for it (text, finish_reason, usage, logprobs).
     int choice = 0;
     bool choice_end = false;
-    // done: what the dynamic temperature chose (net/temperature_policy.h); kind empty: nothing
+    // done: what the dynamic temperature chose (policy/temperature_policy.h); kind empty: nothing
     // (the request set its temperature, or the policy is off)
     struct policy_outcome {
         std::string kind;         // factual, code, creative, chat; "unclassified": no vector came
         float temperature = 0, top_p = 0, similarity = 0;
     } policy;
+    // done: what the prompt-injection guard saw (policy/injection_guard.h); checked false: it
+    // did not run (off)
+    struct guard_outcome {
+        bool checked = false, flagged = false;
+        float score = 0;
+        std::vector<std::string> reasons;
+    } guard;
     bool ends() const { return kind == done || kind == error; }
 };
 

@@ -116,9 +116,29 @@ server::~server() {
 
 namespace {
 
-// The dynamic temperature's centroids, from the tune half of its examples embedded by the
-// runtime's embeddings actor (a second or two at start-up). Null, said in the log, when it is
-// off or cannot be built; the server then serves every request as it comes.
+// Embeds texts with the runtime's embeddings actor, max_inputs at a time; false with err.
+bool embed_all(caf::actor_system &sys, embed_actor embed, size_t chunk, const std::vector<std::string> &texts,
+               std::vector<std::vector<float>> &out, std::string &err) {
+    caf::scoped_actor self{sys};
+    chunk = std::max<size_t>(1, chunk);
+    for (size_t i = 0; i < texts.size() && err.empty(); i += chunk) {
+        embed_request req;
+        req.inputs.assign(texts.begin() + static_cast<std::ptrdiff_t>(i),
+                          texts.begin() + static_cast<std::ptrdiff_t>(std::min(texts.size(), i + chunk)));
+        self->request(embed, std::chrono::seconds(120), std::move(req))
+            .receive(
+                [&](embed_reply &r) {
+                    if (!r.ok) err = r.error;
+                    for (auto &v : r.vectors) out.push_back(std::move(v));
+                },
+                [&](caf::error &e) { err = to_string(e); });
+    }
+    return err.empty();
+}
+
+// The dynamic temperature's centroids, from the tune half of its examples (a second at
+// start-up). Null, said in the log, when it is off or cannot be built; requests are then
+// served with the temperature they come with.
 std::shared_ptr<const temperature_policy> load_policy(caf::actor_system &sys, const server_config &cfg, runtime &rt) {
     if (!cfg.policy.dynamic_temperature) return nullptr;
     embed_actor embed = rt.embeddings();
@@ -132,23 +152,16 @@ std::shared_ptr<const temperature_policy> load_policy(caf::actor_system &sys, co
         spdlog::warn("dynamic temperature off: {}", err);
         return nullptr;
     }
+    std::vector<std::string> texts;
     for (kind_example &e : all)
-        if (e.tune) tune.push_back(std::move(e));
+        if (e.tune) {
+            texts.push_back(e.text);
+            tune.push_back(std::move(e));
+        }
     std::vector<std::vector<float>> vectors;
-    caf::scoped_actor self{sys};
-    const size_t chunk = std::max<size_t>(1, cfg.runtime.embeddings.max_inputs);
-    for (size_t i = 0; i < tune.size() && err.empty(); i += chunk) {
-        embed_request req;
-        for (size_t j = i; j < std::min(tune.size(), i + chunk); ++j) req.inputs.push_back(tune[j].text);
-        self->request(embed, std::chrono::seconds(120), std::move(req))
-            .receive(
-                [&](embed_reply &r) {
-                    if (!r.ok) err = r.error;
-                    for (auto &v : r.vectors) vectors.push_back(std::move(v));
-                },
-                [&](caf::error &e) { err = to_string(e); });
-    }
-    auto policy = err.empty() ? temperature_policy::build(cfg.policy, tune, vectors, err) : nullptr;
+    std::shared_ptr<const temperature_policy> policy;
+    if (embed_all(sys, embed, cfg.runtime.embeddings.max_inputs, texts, vectors, err))
+        policy = temperature_policy::build(cfg.policy, tune, vectors, err);
     if (!policy) {
         spdlog::warn("dynamic temperature off: {}", err);
         return nullptr;
@@ -157,10 +170,43 @@ std::shared_ptr<const temperature_policy> load_policy(caf::actor_system &sys, co
     return policy;
 }
 
+// The prompt-injection guard, trained on the tune half of its examples (a few seconds at
+// start-up). Null when off. When it should run and cannot be built, start-up goes on and says
+// so: the operator asked for a guard, so it is an error in the log, not a warning.
+std::shared_ptr<const injection_guard> load_guard(caf::actor_system &sys, const server_config &cfg, runtime &rt) {
+    if (cfg.guard.action == guard_action::off) return nullptr;
+    embed_actor embed = rt.embeddings();
+    std::string err;
+    std::vector<guard_example> all, tune;
+    std::vector<std::string> texts;
+    std::vector<std::vector<float>> vectors;
+    std::shared_ptr<const injection_guard> guard;
+    if (!embed) err = "it needs the embeddings actor ([embeddings] enabled)";
+    else if (load_guard_examples(cfg.guard.examples, all, err)) {
+        for (guard_example &e : all)
+            if (e.tune) {
+                auto p = injection_guard::prepare(e.text);
+                texts.push_back(p.texts.empty() ? e.text : p.texts[0]);
+                tune.push_back(std::move(e));
+            }
+        if (embed_all(sys, embed, cfg.runtime.embeddings.max_inputs, texts, vectors, err))
+            guard = injection_guard::train(cfg.guard, tune, vectors, err);
+    }
+    if (!guard) {
+        spdlog::error("prompt-injection guard off: {}", err);
+        return nullptr;
+    }
+    spdlog::info("prompt-injection guard on ({}): {} labelled examples ({}), threshold {}",
+                 cfg.guard.action == guard_action::block ? "block" : "flag", tune.size(), cfg.guard.examples,
+                 cfg.guard.threshold);
+    return guard;
+}
+
 } // namespace
 
 void server::attach(runtime &rt) {
-    impl_->service.set_policy(load_policy(impl_->sys, impl_->cfg, rt), rt.embeddings());
+    impl_->service.set_policy(load_policy(impl_->sys, impl_->cfg, rt), load_guard(impl_->sys, impl_->cfg, rt),
+                              rt.embeddings());
     impl_->service.attach(rt);
     spdlog::info("ready: serving {}", impl_->model_name);
 }

@@ -135,6 +135,7 @@ std::string render_event(const request_stream &s, size_t event_id, const stream_
         if (!e.sources.empty()) o["sources"] = render_rag_sources(e.sources);
         if (auto dbg = render_cache_debug(e)) o["cache_debug"] = std::move(*dbg);
         if (auto p = render_policy(e)) o["policy"] = std::move(*p);
+        if (auto g = render_guard(e)) o["guard"] = std::move(*g);
         break;
     }
     case stream_event::error:

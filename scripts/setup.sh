@@ -32,7 +32,7 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(
   build-essential cmake pkg-config g++ git
   python3 python3-venv python3-pip unzip ca-certificates curl
-  libpcre2-dev libcli11-dev doctest-dev libsimdjson-dev
+  libpcre2-dev libcli11-dev doctest-dev libsimdjson-dev libicu-dev
   libcaf-dev libboost1.81-dev libtomlplusplus-dev libspdlog-dev
   libfaiss-dev libopenblas-dev ccache ninja-build
   chromium prometheus

@@ -21,6 +21,7 @@ enum class errc : uint8_t {
     unprocessable,       // well-formed, but a value is out of range (the message names it)
     rate_limited,        // too many connections
     unsupported_media,   // a body that is not application/json where JSON is required
+    prompt_injection,    // the prompt-injection guard refused a user message ([policy] guard = "block")
 };
 
 // The code's name as clients see it ("overloaded", "too_large", ...).
@@ -39,6 +40,7 @@ constexpr std::string_view name(errc e) {
     case errc::unprocessable: return "unprocessable";
     case errc::rate_limited: return "rate_limited";
     case errc::unsupported_media: return "unsupported_media_type";
+    case errc::prompt_injection: return "prompt_injection";
     }
     return "internal";
 }
@@ -63,6 +65,7 @@ constexpr errc_info info(errc e) {
     case errc::unprocessable: return {422, "unprocessable_error"};
     case errc::rate_limited: return {429, "rate_limit_error"};
     case errc::unsupported_media: return {415, "invalid_request_error"};
+    case errc::prompt_injection: return {400, "invalid_request_error"};
     }
     return {500, "internal_error"};
 }

@@ -355,7 +355,8 @@ actorserve::server_config server_fixture::config() {
     c.runtime.kv_capacity_mib = 64;
     c.runtime.cache.enabled = false; // the cache tests turn it on
     c.runtime.rag.enabled = false;   // test_rag turns it on
-    c.policy.dynamic_temperature = false; // test_policy turns it on (it needs the embeddings actor)
+    c.policy.dynamic_temperature = false; // test_policy turns them on (they need the embeddings actor)
+    c.guard.action = actorserve::guard_action::off;
     return c;
 }
 

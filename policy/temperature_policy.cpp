@@ -1,4 +1,4 @@
-#include "net/temperature_policy.h"
+#include "policy/temperature_policy.h"
 
 #include <boost/json.hpp>
 

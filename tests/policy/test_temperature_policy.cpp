@@ -2,7 +2,7 @@
 // by scripts/gen_policy_kinds.py): centroids of the tune half's MiniLM embeddings, accuracy
 // measured on both halves; the held-out figure is the one docs/policy.md quotes. The server's
 // use of it is tested in tests/net/test_policy.cpp.
-#include "net/temperature_policy.h"
+#include "policy/temperature_policy.h"
 #include "engine/embedder.h"
 #include "tests/support/paths.h"
 
