@@ -163,9 +163,14 @@ void scheduler_state::preempt_for_priority() {
         const sequence &w = seqs_.at(wid);
         if (shares_prefix_in_progress(w)) continue; // it waits anyway; the next one is first
         for (;;) {
+            // Counted so that admission surely succeeds when this says it fits: the cached
+            // prefix blocks it would reuse may be among the free ones, so they are not counted
+            // as free too (at worst a preemption more than needed, never a waiting request
+            // that neither fits nor makes room).
             const int n = static_cast<int>(w.tokens.size());
-            const int need = (n + B - 1) / B - kv_.match_prefix(w.tokens) / B;
-            if (!free_slots_.empty() && need <= kv_.n_free()) return;
+            const int cached = kv_.match_prefix(w.tokens) / B;
+            const int need = (n + B - 1) / B - cached;
+            if (!free_slots_.empty() && need <= kv_.n_free() - cached) return;
             const sequence *victim = nullptr;
             for (int64_t id : running_) {
                 const sequence &s = seqs_.at(id);
