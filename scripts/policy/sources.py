@@ -1,6 +1,7 @@
 """What scripts/gen_policy_kinds.py and scripts/gen_guard_examples.py read: the Python FAQs of
 Debian's python3.11-doc, wheels fetched from PyPI, and the one split rule of both sets."""
 import hashlib
+import json
 import html
 import os
 import re
@@ -35,3 +36,19 @@ def digest(text):
 def split_of(text):
     """The once-made split: an even first byte of the text's sha256 is tune, odd held_out."""
     return "tune" if digest(text)[0] % 2 == 0 else "held_out"
+
+
+def write_split(rows, out, label):
+    """Writes rows (dicts with "text" and `label`) to out as JSON Lines, the first of each text
+    only, each with its "split"; prints the count of each label in each half."""
+    seen = set()
+    counts = {}
+    with open(out, "w", encoding="utf-8") as f:
+        for r in rows:
+            if r["text"] in seen:
+                continue
+            seen.add(r["text"])
+            r["split"] = split_of(r["text"])
+            counts[(r[label], r["split"])] = counts.get((r[label], r["split"]), 0) + 1
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    print(len(seen), "examples:", ", ".join(f"{k} {s} {n}" for (k, s), n in sorted(counts.items())))
