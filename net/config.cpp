@@ -2,8 +2,12 @@
 
 #include <toml++/toml.h>
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <limits>
 #include <set>
+#include <sstream>
 
 namespace actorserve {
 
@@ -72,9 +76,24 @@ private:
 } // namespace
 
 bool load_config_file(const std::string &path, server_config &cfg, std::string &err) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        err = path + ": cannot open the config file (" + std::strerror(errno) + ")";
+        return false;
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad()) {
+        err = path + ": cannot read the config file";
+        return false;
+    }
+    return load_config_text(text.str(), path, cfg, err);
+}
+
+bool load_config_text(std::string_view text, const std::string &path, server_config &cfg, std::string &err) {
     toml::table root;
     try {
-        root = toml::parse_file(path);
+        root = toml::parse(text, std::string_view(path));
     } catch (const toml::parse_error &e) {
         err = path + ":" + std::to_string(e.source().begin.line) + ": " + std::string(e.description());
         return false;

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "include/actorserve/runtime.h"
@@ -74,6 +75,8 @@ struct server_config {
 // Reads `path` into cfg (keys not in the file keep their value). False, with err naming the key
 // and the problem, on a missing file, a TOML syntax error, an unknown key or a bad value.
 bool load_config_file(const std::string &path, server_config &cfg, std::string &err);
+// The same over TOML text already read; path names it in messages.
+bool load_config_text(std::string_view text, const std::string &path, server_config &cfg, std::string &err);
 
 // Checks ranges after flags are applied; the message names the setting.
 bool validate(const server_config &cfg, std::string &err);
