@@ -116,7 +116,8 @@ void layer_norm(const float *x, const float *w, const float *b, float *y, int n,
 // cosine against sentence-transformers is checked by test_embed), else from libm per element.
 // libm's scalar erf was 11% of embedding 200-token chunks (perf).
 #if ACTORSERVE_HAVE_MVEC
-extern "C" __m256 _ZGVdN8v_erff(__m256); // libmvec's erff on 8 lanes (AVX2)
+// libmvec's erff on 8 lanes (AVX2); declared for AVX2 code, as clang wants for an __m256 argument
+extern "C" __attribute__((target("avx2"))) __m256 _ZGVdN8v_erff(__m256);
 __attribute__((target("avx2,fma"))) int bias_gelu_avx2(float *x, const float *b, int n) {
     const __m256 k = _mm256_set1_ps(0.70710678118654752f), half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
     int i = 0;

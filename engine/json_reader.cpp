@@ -7,6 +7,14 @@
 
 namespace actorserve {
 
+json_value::json_value() = default;
+json_value::json_value(const json_value &) = default;
+json_value::json_value(json_value &&) noexcept = default;
+json_value &json_value::operator=(const json_value &) = default;
+json_value &json_value::operator=(json_value &&) noexcept = default;
+json_value::~json_value() = default;
+
+
 namespace {
 
 constexpr int kMaxDepth = 64; // nesting of arrays and objects

@@ -25,6 +25,15 @@ struct json_value {
     std::vector<json_value> items;                           // array elements
     std::vector<std::pair<std::string, json_value>> members; // object members, in file order
 
+    // Defined in json_reader.cpp, where json_value is complete: std::pair of an incomplete type
+    // may not be destroyed inline (clang with libstdc++ instantiates it here and refuses).
+    json_value();
+    json_value(const json_value &);
+    json_value(json_value &&) noexcept;
+    json_value &operator=(const json_value &);
+    json_value &operator=(json_value &&) noexcept;
+    ~json_value();
+
     // The first member named key, or nullptr (also when this is not an object).
     const json_value *find(std::string_view key) const;
     // The value as an integer when it is a number with no fraction in [-2^53, 2^53].

@@ -14,6 +14,13 @@ constexpr int kMaxSchemaDepth = 32;
 constexpr size_t kMaxNodes = 4096;
 
 // JSON text of a value, as the matcher will require it byte for byte.
+json_value string_value(const std::string &text) {
+    json_value v;
+    v.type = json_value::kind::string;
+    v.string = text;
+    return v;
+}
+
 void serialize(const json_value &v, std::string &out) {
     switch (v.type) {
     case json_value::kind::null: out += "null"; break;
@@ -53,7 +60,7 @@ void serialize(const json_value &v, std::string &out) {
         out += '{';
         for (size_t i = 0; i < v.members.size(); ++i) {
             if (i) out += ',';
-            serialize(json_value{json_value::kind::string, false, 0, v.members[i].first, {}, {}}, out);
+            serialize(string_value(v.members[i].first), out);
             out += ':';
             serialize(v.members[i].second, out);
         }
@@ -126,7 +133,7 @@ const json_node *compiler::type_node(const std::string &type, const json_value &
         if (!n) return fail(where, "properties", "make the schema too large");
         for (const auto &[name, sub] : props->members) {
             std::string key;
-            serialize(json_value{json_value::kind::string, false, 0, name, {}, {}}, key);
+            serialize(string_value(name), key);
             for (const std::string &k : n->keys)
                 if (k == key) return fail(where, "properties", "names '" + name.substr(0, 64) + "' twice");
             const json_node *c = node(sub, where.empty() ? "properties." + name : where + ".properties." + name, depth + 1);

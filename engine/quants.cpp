@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cpuid.h>
 #include <cstring>
 #include <immintrin.h>
 #include <type_traits>
@@ -438,8 +439,10 @@ AS_AVX2 void convert_row_f16_avx2(const float *x, uint16_t *y, int64_t n) {
 bool cpu_has_avx2() {
     static const bool has = [] {
         __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-               __builtin_cpu_supports("f16c");
+        // f16c from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does not know it
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        const bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
     }();
     return has;
 }

@@ -196,7 +196,7 @@ TEST_CASE("token mask: random walks that favour closing bytes end in documents t
 
 TEST_CASE("json matcher: min_close is 0 exactly at a whole document and never more than what a real document still needs") {
     const auto g = compiled(kPerson);
-    for (const std::string doc : {std::string(R"({"name": "Ann", "age": 31, "tags": ["a", 3], "pet": {"kind": "cat"}, "score": false})"),
+    for (const std::string &doc : {std::string(R"({"name": "Ann", "age": 31, "tags": ["a", 3], "pet": {"kind": "cat"}, "score": false})"),
                                   std::string(R"({"name":"B","tags":["b"]})")}) {
         json_matcher m(*g);
         for (size_t i = 0; i < doc.size(); ++i) {
