@@ -446,7 +446,7 @@ cache_load_report semantic_cache::load(const std::string &path) {
     if (r.ok() && n > payload.size() / (8 * 6 + 4 * size_t(dim))) r.fail("entry count " + std::to_string(n) + " cannot fit the payload");
     const int64_t now = clock_();
     uint64_t max_id = 0;
-    std::vector<float> raw(dim);   // (dim,)
+    std::vector<float> raw(r.ok() ? dim : 0);   // (dim,); dim is the cache's own once checked
     for (uint64_t i = 0; r.ok() && i < n; ++i) {
         uint64_t id = 0, scope_no = 0, freq = 0;
         int64_t tokens = 0, expires = 0;
