@@ -38,6 +38,7 @@ APT_PACKAGES=(
   chromium prometheus
   python3.11-doc
   wordnet-base wordnet-dev
+  clang-14 libfuzzer-14-dev
 )
 
 MODEL_NAME="SmolLM2-135M-Instruct.Q4_1.gguf"

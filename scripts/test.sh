@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Set up, build, and run the whole test suite twice, then the actor and network tests a third time:
+# Set up, build, and run the whole test suite twice, fuzz each parser, then the actor and network
+# tests a third time:
 #   1. Release build in build/: every target, every test
 #   2. ASan + UBSan build (RelWithDebInfo) in build-asan/: the tests and what they run
-#   3. TSan build (RelWithDebInfo) of the actor and network tests only, in build-tsan/, against CAF's
+#   3. the libFuzzer targets (clang, ASan+UBSan), each run for 60 s (scripts/fuzz.sh)
+#   4. TSan build (RelWithDebInfo) of the actor and network tests only, in build-tsan/, against CAF's
 #      core library built with TSan from Debian's source (scripts/caf_tsan.sh, kept in the build
 #      cache outside the clone)
 # Exits non-zero if any build or test fails. Prints each stage's wall time and the total at the
@@ -48,18 +50,24 @@ stage() {
 stage "set-up (packages, models, corpus)" scripts/setup.sh
 stage "set-up (test venv)" scripts/test_venv.sh   # the openai client and Playwright, for the tests of the server process
 
-echo "test: [1/3] Release"
+echo "test: [1/4] Release"
 stage "Release: build" env BUILD_DIR=build CMAKE_ARGS="-DCMAKE_BUILD_TYPE=Release -DACTORSERVE_SANITIZE=" scripts/build.sh
 stage "Release: ctest" ctest --test-dir build --output-on-failure -j "$JOBS"
 
-echo "test: [2/3] ASan+UBSan"
+echo "test: [2/4] ASan+UBSan"
 # all_tests: every test binary and what the tests run (the actorserve tool); no benchmarks or examples.
 stage "ASan+UBSan: build" env BUILD_DIR=build-asan TARGETS=all_tests \
   CMAKE_ARGS="-DACTORSERVE_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=RelWithDebInfo" \
   scripts/build.sh
 stage "ASan+UBSan: ctest" ctest --test-dir build-asan --output-on-failure -j "$JOBS"
 
-echo "test: [3/3] TSan (actor and network tests)"
+echo "test: [3/4] libFuzzer targets"
+# libFuzzer: every fuzz target (fuzz/) built with clang under ASan+UBSan and run 60 s from its
+# seed corpus (docs/reliability.md); the ctest stages above replay the seeds and reproducers.
+stage "fuzz: build (clang)" scripts/fuzz.sh --build-only
+stage "fuzz: 60 s a target" scripts/fuzz.sh --seconds 60
+
+echo "test: [4/4] TSan (actor and network tests)"
 # Debian's libcaf_core.so is not instrumented: TSan would report CAF's own mailbox handoffs as
 # races, and suppressing the library would hide races in our handlers too. So CAF is built with
 # TSan from the same source (once per machine; .deps/caf-tsan links to the cached build), and
