@@ -196,7 +196,8 @@ void http_session::route(request &&req) {
     if (path_ == "/health") {
         if (!get) return respond_error(errc::invalid_request, "use GET /health");
         if (srv_->service.ready()) return respond(http::status::ok, R"({"status":"ok"})");
-        return respond(http::status::service_unavailable, R"({"status":"loading"})");
+        // a probe or a load balancer may come back: say when (as every retryable refusal does)
+        return respond(http::status::service_unavailable, R"({"status":"loading"})", "application/json", 1);
     }
 
     const bool tokens = path_ == "/tokenize" || path_ == "/detokenize";

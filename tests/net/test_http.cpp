@@ -112,6 +112,11 @@ TEST_CASE("http: /health is 503 until the runtime is attached, then 200") {
     auto body = loading.json_body();
     REQUIRE(body);
     CHECK(str_of(*body, "status") == "loading");
+    CHECK(loading.header("retry-after") == "1");
+    // a request while the model loads is refused as retryable, and says when
+    http_reply early = http_post(srv->port(), "/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}]})");
+    CHECK_MESSAGE(early.status == 503, describe(early));
+    CHECK_MESSAGE(early.header("retry-after") == "1", describe(early));
     {
         auto rt = actorserve::runtime::start(sys, cfg.runtime, err);
         REQUIRE_MESSAGE(rt, err);
