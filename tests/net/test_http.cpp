@@ -396,6 +396,10 @@ TEST_CASE("http: beyond max_connections a request gets 429 and the others keep w
     http_reply third = http_get(port, "/v1/models");
     INFO(describe(third));
     CHECK(third.status == 429);
+    // a retryable refusal says when
+    const std::string retry = third.header("retry-after");
+    CHECK_MESSAGE(!retry.empty(), "no Retry-After on the connection limit's 429");
+    if (!retry.empty()) CHECK(std::stoi(retry) >= 1);
     // the first two, kept alive, still work
     CHECK(a.request(http::verb::get, "/health").status == 200);
     http_reply chat = b.request(http::verb::post, "/v1/chat/completions", chat_body("Say hi.", 2));
