@@ -38,8 +38,8 @@ void write_seeds(const std::string &dir) {
         v[size_t(i)] = 1.0f;
         sem.insert(i == 2 ? "other-scope" : "", v, "What is question " + std::to_string(i) + "?", {"answer", "stop", 1});
     }
-    fuzz_files::save_payload_seed(exact, dir + "/exact", cache_file_kind::exact);
-    fuzz_files::save_payload_seed(sem, dir + "/semantic", cache_file_kind::semantic);
+    fuzz_files::save_payload_seed(exact, dir + "/exact");
+    fuzz_files::save_payload_seed(sem, dir + "/semantic");
     std::exit(0);
 }
 

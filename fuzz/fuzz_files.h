@@ -34,7 +34,7 @@ inline const std::string &scratch() {
 
 // Saves `cache` (anything with save(path, err)) and writes the payload of its file to `out`.
 template <class Cache>
-void save_payload_seed(const Cache &cache, const std::string &out, cache_file_kind) {
+void save_payload_seed(const Cache &cache, const std::string &out) {
     const std::string path = scratch() + "/seed.bin";
     std::string err;
     if (!cache.save(path, err)) die("save: " + err);

@@ -41,7 +41,7 @@ void write_seeds(const std::string &dir) {
         const commit_result r = kb.commit(std::move(doc));
         if (r.result != commit_result::status::added) fuzz_files::die("seed commit: " + r.error);
     }
-    fuzz_files::save_payload_seed(kb, dir + "/kb", cache_file_kind::rag);
+    fuzz_files::save_payload_seed(kb, dir + "/kb");
     std::exit(0);
 }
 
