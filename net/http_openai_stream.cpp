@@ -19,20 +19,25 @@ namespace actorserve {
 
 namespace {
 
+// One chunk of a chunked body: its size in hex, the bytes, CRLF.
+std::string http_chunk(std::string_view bytes) {
+    char head[24];
+    std::snprintf(head, sizeof head, "%zx\r\n", bytes.size());
+    std::string out(head);
+    out.append(bytes).append("\r\n");
+    return out;
+}
+
 // One server-sent event ("id: ...\ndata: ...\n\n") as one HTTP chunk.
 std::string sse_chunk(std::string_view json, size_t event, size_t sub) {
     // note: appends, not "." + to_string(sub), which trips a false -Wrestrict in GCC 12.
-    std::string id = std::to_string(event);
+    std::string ev = "id: " + std::to_string(event);
     if (sub) {
-        id += '.';
-        id += std::to_string(sub);
+        ev += '.';
+        ev += std::to_string(sub);
     }
-    const size_t n = 4 + id.size() + 1 + 6 + json.size() + 2;
-    char head[24];
-    std::snprintf(head, sizeof head, "%zx\r\n", n);
-    std::string out(head);
-    out.append("id: ").append(id).append("\ndata: ").append(json).append("\n\n\r\n");
-    return out;
+    ev.append("\ndata: ").append(json).append("\n\n");
+    return http_chunk(ev);
 }
 
 // Last-Event-ID "N" or "N.K": the stream event N, and how many of its SSE events came.
@@ -114,7 +119,7 @@ void http_session::arm_ping() {
         if (ec || !self || !self->rs_ || self->done_) return;
         if (!self->wrote_since_ping_) {
             self->start_sse();
-            self->write_raw("b\r\n: ping\n\n\r\n"); // 11 bytes: ": ping\n\n" is one SSE comment
+            self->write_raw(http_chunk(": ping\n\n")); // one SSE comment
         }
         if (self->rs_ && !self->done_) self->arm_ping();
     });

@@ -615,5 +615,12 @@ TEST_CASE("http: a stream that waits (here behind another request) gets SSE ping
         REQUIRE_MESSAGE(!piece.empty(), "the stream ended without [DONE]: " << b.error() << "; got " << got + rest);
         rest += piece;
     }
-    CHECK(!sse_data(rest).empty());
+    // The ping is a well-formed chunk: the whole response reads as HTTP, and ends with [DONE].
+    const http_reply whole = parse_http_response(got + rest);
+    CHECK_MESSAGE(whole.error.empty(), whole.error << "; got " << got + rest);
+    CHECK(whole.status == 200);
+    CHECK(whole.body.rfind(": ping\n\n", 0) == 0);
+    const std::vector<std::string> events = sse_data(whole.body);
+    REQUIRE(!events.empty());
+    CHECK(events.back() == "[DONE]");
 }

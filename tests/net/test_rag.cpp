@@ -358,6 +358,7 @@ TEST_CASE("rag chat: answers over WebSocket and the OpenAI API carry their sourc
                                {"rag", true}};
         const http_reply r = http_post(port, "/v1/chat/completions", json::serialize(req));
         REQUIRE_MESSAGE(r.status == 200, r.body);
+        CHECK_MESSAGE(r.error.empty(), r.error << "; got " << r.body);
         int with_sources = 0;
         std::string last_finish;
         for (size_t pos = r.body.find("data: "); pos != std::string::npos; pos = r.body.find("data: ", pos + 6)) {
@@ -372,7 +373,7 @@ TEST_CASE("rag chat: answers over WebSocket and the OpenAI API carry their sourc
                 last_finish = str_of(choice.get_object(), "finish_reason");
             }
         }
-        CHECK(with_sources == 1);
+        CHECK_MESSAGE(with_sources == 1, r.body);
         CHECK(!last_finish.empty());
     }
 }

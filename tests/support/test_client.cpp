@@ -215,6 +215,30 @@ struct http_conn::impl {
     }
 };
 
+http_reply parse_http_response(std::string_view raw) {
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(256u << 20);
+    parser.eager(true);
+    http_reply r;
+    boost::system::error_code ec;
+    size_t used = 0;
+    while (!ec && !parser.is_done() && used < raw.size()) {
+        const size_t n = parser.put(asio::buffer(raw.data() + used, raw.size() - used), ec);
+        if (ec == http::error::need_more) ec = {};
+        if (n == 0) break;
+        used += n;
+    }
+    if (ec) r.error = "parse: " + ec.message();
+    else if (!parser.is_done()) r.error = "parse: the response is incomplete";
+    else if (used != raw.size()) r.error = "parse: " + std::to_string(raw.size() - used) + " bytes after the response";
+    if (!parser.is_header_done()) return r;
+    auto &res = parser.get();
+    r.status = static_cast<int>(res.result_int());
+    for (const auto &f : res) r.headers[lower(f.name_string())] = std::string(f.value());
+    r.body = res.body();
+    return r;
+}
+
 http_conn::http_conn() : p_(std::make_unique<impl>()) {}
 http_conn::~http_conn() { drop(); }
 const std::string &http_conn::error() const { return p_->error; }

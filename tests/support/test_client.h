@@ -254,6 +254,10 @@ inline http_reply http_post(uint16_t port, std::string_view target, std::string 
     return http_request(port, http::verb::post, target, std::move(body), headers, timeout);
 }
 
+// The bytes of one whole HTTP/1.1 response (as read_some gathered them), read by Beast's parser:
+// a framing error (a chunk size that is wrong, say) is in `error`.
+http_reply parse_http_response(std::string_view raw);
+
 // True when a TCP connection to 127.0.0.1:port is accepted.
 bool can_connect(uint16_t port, ms timeout = std::chrono::seconds(5));
 
