@@ -188,6 +188,26 @@ bool ws_client::write(std::string_view s, bool text, ms timeout) {
     return true;
 }
 
+bool ws_client::send_fragments(std::string_view s, size_t piece, ms timeout) {
+    impl &p = *p_;
+    if (!p.open) return p.fail(asio::error::not_connected);
+    if (piece == 0) piece = 1;
+    p.ws.text(true);
+    for (size_t at = 0; at < s.size() || at == 0; at += piece) {
+        const size_t n = std::min(piece, s.size() - at);
+        const bool fin = at + n >= s.size();
+        auto ec = run_with_deadline(p.ioc, p.ws.next_layer(), timeout, [&](auto h) {
+            p.ws.async_write_some(fin, asio::buffer(s.data() + at, n), std::move(h));
+        });
+        if (ec) {
+            p.open = false;
+            return p.fail(ec);
+        }
+        if (fin) break;
+    }
+    return true;
+}
+
 // ---------------------------------------------------------------------------------------------
 // HTTP client
 

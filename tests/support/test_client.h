@@ -160,6 +160,9 @@ public:
     bool send_text(std::string_view s, ms timeout = kIoTimeout) { return write(s, true, timeout); }
     bool send_binary(std::string_view s, ms timeout = kIoTimeout) { return write(s, false, timeout); }
     bool send_json(const json::object &o, ms timeout = kIoTimeout) { return send_text(json::serialize(o), timeout); }
+    // One text message as many frames of `piece` bytes each (a continuation frame after the
+    // first, FIN on the last), every frame written on its own.
+    bool send_fragments(std::string_view s, size_t piece, ms timeout = kIoTimeout);
 
     // One message. nullopt on a timeout, a close (see closed(), close_code()) or an error.
     std::optional<std::string> read(ms timeout = kIoTimeout);
