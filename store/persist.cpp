@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -170,9 +171,31 @@ void set_aside_corrupt(const std::string &path, const std::string &problem, cach
     }
 }
 
+size_t remove_stale_temps(const std::string &path) {
+    namespace fs = std::filesystem;
+    const fs::path target(path);
+    const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+    const std::string prefix = target.filename().string() + ".tmp-";
+    std::error_code ec;
+    size_t removed = 0;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (name.rfind(prefix, 0) != 0) continue;
+        const std::string digits = name.substr(prefix.size());
+        if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+        const auto pid = static_cast<pid_t>(std::stol(digits));
+        // a save in progress in another live process is left alone
+        const bool gone = pid == ::getpid() || (::kill(pid, 0) != 0 && errno == ESRCH);
+        std::error_code rm;
+        if (gone && fs::remove(it->path(), rm)) ++removed;
+    }
+    return removed;
+}
+
 cache_load_report read_cache_file(const std::string &path, cache_file_kind kind, std::string &payload) {
     cache_load_report report;
     payload.clear();
+    report.stale_temps = remove_stale_temps(path);
     std::ifstream in(path, std::ios::binary);
     if (!in) {
         if (!std::filesystem::exists(path)) {

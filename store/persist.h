@@ -13,7 +13,8 @@
 // <file>, and then the folder is fsynced, so after a crash the file is either the old one or
 // the new one, whole. Loading: a file that is missing is an empty cache; one that is short,
 // long, of another kind or version, or fails its checksum or its payload's own checks is
-// renamed to "<file>.corrupt-<UTC time>" and reported, and the cache starts empty.
+// renamed to "<file>.corrupt-<UTC time>" and reported, and the cache starts empty. A killed
+// save's temporary file is removed by the next load.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +36,13 @@ struct cache_load_report {
     std::string set_aside;   // where a corrupt file was moved ("" when it was not)
     size_t entries = 0;      // entries restored
     size_t expired = 0;      // entries in the file that had expired and were dropped
+    size_t stale_temps = 0;  // "<file>.tmp-<pid>" left by a save that was killed, removed
 };
+
+// The temporary files of saves of `path` that never finished ("<file>.tmp-<pid>" of a process
+// that is gone, or of this one's pid from an earlier life), removed; their count. Reading the
+// file (read_cache_file) does this first.
+size_t remove_stale_temps(const std::string &path);
 
 // Appends fixed-size little-endian fields and length-prefixed strings.
 class byte_writer {

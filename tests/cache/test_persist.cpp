@@ -10,6 +10,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 using namespace std::string_literals;
 
 using namespace actorserve;
@@ -82,6 +85,33 @@ TEST_CASE("cache files: a missing file is an empty cache, not an error") {
     CHECK(r.result == cache_load_report::outcome::missing);
     CHECK(c.size() == 0);
     CHECK(dir.names().empty());
+}
+
+TEST_CASE("cache files: a killed save's temporary file is removed by the next load, a live one's is kept") {
+    temp_dir dir("stale");
+    exact_cache c;
+    c.insert(exact_key::make("m", "a", greedy_generation()), {"A", "stop", 1});
+    std::string err;
+    REQUIRE(c.save(dir.file("exact.bin"), err));
+    // a process that has exited: its pid is free
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) ::_exit(0);
+    REQUIRE(::waitpid(child, nullptr, 0) == child);
+    const std::string dead = std::to_string(child), self = std::to_string(::getpid());
+    for (const std::string &name : std::vector<std::string>{"exact.bin.tmp-" + dead, "exact.bin.tmp-" + self, "exact.bin.tmp-1",
+                                                            "exact.bin.tmp-x1", "other.bin.tmp-" + dead})
+        write_all(dir.file(name), "half a save");
+
+    exact_cache d;
+    const cache_load_report r = d.load(dir.file("exact.bin"));
+    CHECK(r.result == cache_load_report::outcome::loaded);
+    CHECK(r.entries == 1);
+    CHECK(r.stale_temps == 2);
+    // pid 1 is alive (a save of another server on the same folder would be); the rest are not ours
+    std::vector<std::string> left = dir.names();
+    std::sort(left.begin(), left.end());
+    CHECK(left == std::vector<std::string>{"exact.bin", "exact.bin.tmp-1", "exact.bin.tmp-x1", "other.bin.tmp-" + dead});
 }
 
 TEST_CASE("cache files: corrupt and truncated files are reported and set aside") {
