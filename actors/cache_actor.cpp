@@ -1,5 +1,7 @@
 #include "actors/cache_actor.h"
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <filesystem>
 #include <unordered_set>
@@ -30,12 +32,24 @@ struct caches {
 
     std::string path(const char *name) const { return (std::filesystem::path(cfg.dir) / name).string(); }
 
+    bool save_failing = false; // the last save failed: logged once until one succeeds
+
     void save() {
         if (cfg.dir.empty() || !dirty) return;
         std::string err;
         // A failed save keeps the previous file whole (store/persist.h) and is retried next time.
-        if (!exact.save(path("exact.cache"), err)) return;
-        if (sem && !sem->save(path("semantic.cache"), err)) return;
+        const bool ok = exact.save(path("exact.cache"), err) && (!sem || sem->save(path("semantic.cache"), err));
+        if (!ok) {
+            ++counts.save_errors;
+            if (!save_failing)
+                spdlog::error("cache: not saved ({}); the previous file is kept and serving goes on, retried every {} s",
+                              err, cfg.save_interval_s);
+            save_failing = true;
+            publish();
+            return;
+        }
+        if (save_failing) spdlog::info("cache: saved to {} again", cfg.dir);
+        save_failing = false;
         dirty = false;
     }
 
@@ -190,6 +204,12 @@ std::string describe(const char *what, const std::string &file, const cache_load
             out += r.set_aside;
         }
         out += "; starting empty";
+    }
+    if (r.stale_temps) {
+        out += " (";
+        out += std::to_string(r.stale_temps);
+        out += r.stale_temps == 1 ? " temporary file" : " temporary files";
+        out += " of an unfinished save removed)";
     }
     return out;
 }

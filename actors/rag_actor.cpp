@@ -7,6 +7,8 @@
 // commit, and an "unchanged" answer is always given against everything ingested before it.
 #include "actors/rag_actor.h"
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <deque>
 #include <filesystem>
@@ -128,14 +130,24 @@ struct rag_core {
         if (metrics) caf::anon_send(metrics, counts);
     }
 
+    bool unsaved = false; // the last save failed: the next ingest saves, even one that changes nothing
+
     // "" when saved (or memory only), else the problem. A failed save keeps the previous file
-    // whole (store/persist.h); the next change saves everything again.
+    // whole (store/persist.h); the next ingest or delete saves everything again.
+
     std::string save() {
         if (cfg.file.empty()) return "";
         std::string err;
-        if (kb.save(cfg.file, err)) return "";
+        if (kb.save(cfg.file, err)) {
+            if (unsaved) spdlog::info("knowledge base: saved to {} again", cfg.file);
+            unsaved = false;
+            return "";
+        }
+        unsaved = true;
         std::string out = "the knowledge base is changed in memory but was not saved: ";
         out += err;
+        ++counts.save_errors;
+        spdlog::error("knowledge base: {}; the previous file is kept, the next ingest or delete saves everything again", out);
         return out;
     }
 };
@@ -235,7 +247,7 @@ void commit_prepared(rag_core &c, rag_ingest_reply &reply, const std::vector<siz
         }
         if (auto d = c.kb.document(res.doc_id)) res.chunks = d->chunks;
     }
-    if (changed) reply.error = c.save();
+    if (changed || c.unsaved) reply.error = c.save();
 }
 
 // Starts an ingest: what can be answered without the worker is answered here (rejected,
@@ -270,6 +282,7 @@ void start_ingest(self_ptr self, change ch) {
         job.documents.push_back(std::move(doc));
     }
     if (job.documents.empty()) {
+        if (c.unsaved) reply->error = c.save(); // unchanged in memory, but not yet on disk
         c.publish();
         ch.ingest_rp.deliver(std::move(*reply));
         return;
@@ -412,6 +425,12 @@ std::string describe(const std::string &file, const cache_load_report &r, const 
             out += r.set_aside;
         }
         out += "; starting empty";
+    }
+    if (r.stale_temps) {
+        out += " (";
+        out += std::to_string(r.stale_temps);
+        out += r.stale_temps == 1 ? " temporary file" : " temporary files";
+        out += " of an unfinished save removed)";
     }
     return out;
 }

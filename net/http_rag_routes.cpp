@@ -52,6 +52,9 @@ void http_session::route_rag(const request &req) {
             rag, std::chrono::seconds(3600),
             [retry_ms](http_session &s, rag_ingest_reply &r) {
                 if (!r.ok) return s.respond_error(r.code, r.error, {}, retry_ms);
+                // Committed but not on disk (a full disk): not acknowledged. Searches see the
+                // change; sending the same documents again saves them once the disk has room.
+                if (!r.error.empty()) return s.respond_error(errc::internal, r.error);
                 s.respond(http::status::ok, render_rag_ingest(r));
             },
             nullptr, std::move(msg));

@@ -187,6 +187,9 @@ std::string render_prometheus(const metrics_snapshot &m, const server_stats &s, 
         e.family("actorserve_cache_guard_rejections_total", "counter",
                  "Semantic candidates above the threshold refused by the near-miss guard.");
         e.model_count("actorserve_cache_guard_rejections_total", c.guard_rejections);
+        e.family("actorserve_cache_save_errors_total", "counter",
+                 "Saves of the answer caches that failed (a full disk, say); the previous files are kept.");
+        e.model_count("actorserve_cache_save_errors_total", c.save_errors);
         e.family("actorserve_cache_semantic_off_total", "counter",
                  "First questions not looked up by meaning: their scope is in [cache] semantic_off.");
         e.model_count("actorserve_cache_semantic_off_total", c.semantic_off);
@@ -238,6 +241,9 @@ std::string render_prometheus(const metrics_snapshot &m, const server_stats &s, 
         e.model_count("actorserve_rag_search_errors_total", r.search_errors);
         e.family("actorserve_rag_overloaded_total", "counter", "Requests refused because a RAG mailbox was over its limit.");
         e.model_count("actorserve_rag_overloaded_total", r.overloaded);
+        e.family("actorserve_rag_save_errors_total", "counter",
+                 "Saves of the knowledge-base file that failed (a full disk, say); the previous file is kept.");
+        e.model_count("actorserve_rag_save_errors_total", r.save_errors);
         e.family("actorserve_rag_document_updates_total", "counter",
                  "Documents offered, by outcome: added, replaced, unchanged, rejected; and deleted.");
         const std::pair<const char *, uint64_t> docs[] = {

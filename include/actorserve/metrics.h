@@ -78,6 +78,7 @@ struct cache_metrics {
     uint64_t evictions_semantic_lfu = 0, evictions_semantic_ttl = 0;
     uint64_t entries_exact = 0, entries_semantic = 0;
     uint64_t bytes_exact = 0, bytes_semantic = 0;
+    uint64_t save_errors = 0;         // saves of [cache] dir that failed (the previous files kept)
 };
 
 struct rag_metrics {
@@ -89,6 +90,7 @@ struct rag_metrics {
     uint64_t documents_added = 0, documents_replaced = 0, documents_unchanged = 0;
     uint64_t documents_rejected = 0, documents_deleted = 0;
     uint64_t chunks_embedded = 0;
+    uint64_t save_errors = 0;             // saves of the knowledge-base file that failed (the previous file kept)
     histogram search_ms{request_buckets_ms()};  // search latency, embedding the query included
 };
 

@@ -6,6 +6,7 @@
 #include "tests/support/test_client.h"
 
 #include <filesystem>
+#include <fstream>
 
 using namespace testnet;
 
@@ -178,6 +179,24 @@ TEST_CASE("cache: the caches survive a restart; a corrupt cache file is set asid
         CHECK(str_of(a.done, "cached") == "semantic");
         CHECK(str_of(a.done, "text") == text);
     }
+}
+
+TEST_CASE("cache: a save that fails (the folder unusable, as on a full disk) is counted and serving goes on") {
+    temp_dir dir;
+    const fs::path folder = dir.path / "caches";
+    auto cfg = cache_config(folder);
+    cfg.runtime.cache.save_interval_s = 1;
+    server_fixture fx(cfg);
+    // Once the server runs, a file takes the folder's place: every save fails.
+    fs::rename(folder, dir.path / "caches.moved");
+    { std::ofstream(folder) << "x"; }
+    const std::string text = str_of(chat_once(fx.port(), ask("Give me one word for happy.")).done, "text");
+    REQUIRE(fx.wait_metrics([](const auto &m) { return m.cache.save_errors >= 1; }, 20s));
+    // the caches still serve from memory, and /metrics says so
+    answer a = chat_once(fx.port(), ask("Give me one word for happy."));
+    CHECK(str_of(a.done, "cached") == "exact");
+    CHECK(str_of(a.done, "text") == text);
+    CHECK(http_get(fx.port(), "/metrics").body.find("actorserve_cache_save_errors_total{") != std::string::npos);
 }
 
 TEST_CASE("cache: configs/actorserve.toml loads with its [cache] table; bad cache settings are named") {

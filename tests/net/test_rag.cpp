@@ -7,6 +7,7 @@
 #include "tests/support/test_client.h"
 
 #include <filesystem>
+#include <fstream>
 
 #include "net/rag_api.h"
 
@@ -376,6 +377,33 @@ TEST_CASE("rag chat: answers over WebSocket and the OpenAI API carry their sourc
         CHECK_MESSAGE(with_sources == 1, r.body);
         CHECK(!last_finish.empty());
     }
+}
+
+TEST_CASE("rag api: a save that fails (the file's folder unusable, as on a full disk) is not acknowledged; sent again once it works, it is saved") {
+    temp_dir dir;
+    const fs::path folder = dir.path / "kb";
+    auto cfg = rag_config(dir.path);
+    cfg.runtime.rag.file = (folder / "knowledge.rag").string();
+    server_fixture fx(cfg);
+    const uint16_t port = fx.port();
+    // Once the server runs, a file takes the folder's place: every save fails.
+    fs::rename(folder, dir.path / "kb.moved");
+    { std::ofstream(folder) << "x"; }
+    const std::string doc = R"({"id": "cats", "text": "Cats sleep for about fifteen hours a day."})";
+
+    http_reply r = http_post(port, "/v1/rag/documents", doc);
+    CHECK(r.status == 500);
+    CHECK_MESSAGE(str_of(error_of(r), "message").find("was not saved") != std::string::npos, r.body);
+    // in memory it is there, and the server goes on serving
+    CHECK(doc_ids(search(port, {{"query", "cat sleep"}, {"top_k", 1}})) == std::vector<std::string>{"cats"});
+    REQUIRE(fx.wait_metrics([](const auto &m) { return m.rag.save_errors >= 1; }, 10s));
+    CHECK(http_get(port, "/metrics").body.find("actorserve_rag_save_errors_total{") != std::string::npos);
+
+    // The folder becomes usable: the same request, unchanged, is saved this time.
+    fs::remove(folder);
+    fs::create_directory(folder);
+    CHECK(statuses(http_post(port, "/v1/rag/documents", doc)) == std::vector<std::string>{"unchanged"});
+    CHECK(fs::exists(folder / "knowledge.rag"));
 }
 
 TEST_CASE("rag off: the API answers 404 and a chat asking for retrieval is refused") {
