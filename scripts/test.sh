@@ -34,6 +34,9 @@ summary() {
   if [[ $rc -eq 0 ]]; then echo "test: all passed"; else echo "test: FAILED (exit ${rc})"; fi
 }
 trap summary EXIT
+# Stopped by a signal: the summary says FAILED, not "all passed".
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # stage NAME COMMAND...: runs COMMAND, records its wall time under NAME; a failure ends the run.
 stage() {
