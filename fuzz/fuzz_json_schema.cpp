@@ -42,7 +42,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (m.can_finish()) {
             const simdjson::padded_string padded(fed);
             simdjson::dom::element e;
-            if (parser.parse(padded).get(e) != simdjson::SUCCESS) die("the matcher finished on invalid JSON: " + fed);
+            const simdjson::error_code err = parser.parse(padded).get(e);
+            // A number outside double's range, such as 2.5e323, is JSON by the grammar
+            // (RFC 8259 leaves the range to implementations) and the matcher follows the grammar;
+            // simdjson refuses it by range, which is no finding.
+            if (err != simdjson::SUCCESS && err != simdjson::NUMBER_ERROR)
+                die("the matcher finished on invalid JSON: " + fed);
         }
         if (m.min_close() < 0) die("min_close < 0");
     }
