@@ -211,6 +211,14 @@ bool ws_client::send_fragments(std::string_view s, size_t piece, ms timeout) {
 // ---------------------------------------------------------------------------------------------
 // HTTP client
 
+// r with the status, headers (names lower-cased) and body of a parsed response.
+static http_reply with_response(http_reply r, const http::response<http::string_body> &res) {
+    r.status = static_cast<int>(res.result_int());
+    for (const auto &f : res) r.headers[lower(f.name_string())] = std::string(f.value());
+    r.body = res.body();
+    return r;
+}
+
 struct http_conn::impl {
     asio::io_context ioc;
     tcp::socket sock{ioc};
@@ -227,11 +235,7 @@ struct http_conn::impl {
             r.error += (r.error.empty() ? "" : "; ") + std::string("read: ") + ec.message();
             if (!parser.is_header_done()) return r;
         }
-        auto &res = parser.get();
-        r.status = static_cast<int>(res.result_int());
-        for (const auto &f : res) r.headers[lower(f.name_string())] = std::string(f.value());
-        r.body = res.body();
-        return r;
+        return with_response(std::move(r), parser.get());
     }
 };
 
@@ -252,11 +256,7 @@ http_reply parse_http_response(std::string_view raw) {
     else if (!parser.is_done()) r.error = "parse: the response is incomplete";
     else if (used != raw.size()) r.error = "parse: " + std::to_string(raw.size() - used) + " bytes after the response";
     if (!parser.is_header_done()) return r;
-    auto &res = parser.get();
-    r.status = static_cast<int>(res.result_int());
-    for (const auto &f : res) r.headers[lower(f.name_string())] = std::string(f.value());
-    r.body = res.body();
-    return r;
+    return with_response(std::move(r), parser.get());
 }
 
 http_conn::http_conn() : p_(std::make_unique<impl>()) {}
