@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "cache/exact_cache.h"
+#include "store/persist.h"
 #include "engine/embedder.h"
 #include "include/actorserve/metrics.h"
 
@@ -205,12 +206,7 @@ std::string describe(const char *what, const std::string &file, const cache_load
         }
         out += "; starting empty";
     }
-    if (r.stale_temps) {
-        out += " (";
-        out += std::to_string(r.stale_temps);
-        out += r.stale_temps == 1 ? " temporary file" : " temporary files";
-        out += " of an unfinished save removed)";
-    }
+    out += stale_temps_note(r);
     return out;
 }
 

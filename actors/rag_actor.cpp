@@ -21,6 +21,7 @@
 #include "include/actorserve/metrics.h"
 #include "rag/document.h"
 #include "rag/knowledge_base.h"
+#include "store/persist.h"
 
 namespace actorserve {
 
@@ -134,7 +135,6 @@ struct rag_core {
 
     // "" when saved (or memory only), else the problem. A failed save keeps the previous file
     // whole (store/persist.h); the next ingest or delete saves everything again.
-
     std::string save() {
         if (cfg.file.empty()) return "";
         std::string err;
@@ -426,12 +426,7 @@ std::string describe(const std::string &file, const cache_load_report &r, const 
         }
         out += "; starting empty";
     }
-    if (r.stale_temps) {
-        out += " (";
-        out += std::to_string(r.stale_temps);
-        out += r.stale_temps == 1 ? " temporary file" : " temporary files";
-        out += " of an unfinished save removed)";
-    }
+    out += stale_temps_note(r);
     return out;
 }
 

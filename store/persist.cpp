@@ -192,6 +192,12 @@ size_t remove_stale_temps(const std::string &path) {
     return removed;
 }
 
+std::string stale_temps_note(const cache_load_report &r) {
+    if (!r.stale_temps) return "";
+    return " (" + std::to_string(r.stale_temps) + (r.stale_temps == 1 ? " temporary file" : " temporary files") +
+           " of an unfinished save removed)";
+}
+
 cache_load_report read_cache_file(const std::string &path, cache_file_kind kind, std::string &payload) {
     cache_load_report report;
     payload.clear();

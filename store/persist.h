@@ -44,6 +44,9 @@ struct cache_load_report {
 // file (read_cache_file) does this first.
 size_t remove_stale_temps(const std::string &path);
 
+// " (N temporary files of an unfinished save removed)" for a start-up line; "" when none were.
+std::string stale_temps_note(const cache_load_report &r);
+
 // Appends fixed-size little-endian fields and length-prefixed strings.
 class byte_writer {
 public:

@@ -108,6 +108,7 @@ TEST_CASE("cache files: a killed save's temporary file is removed by the next lo
     CHECK(r.result == cache_load_report::outcome::loaded);
     CHECK(r.entries == 1);
     CHECK(r.stale_temps == 2);
+    CHECK(stale_temps_note(r) == " (2 temporary files of an unfinished save removed)");
     // pid 1 is alive (a save of another server on the same folder would be); the rest are not ours
     std::vector<std::string> left = dir.names();
     std::sort(left.begin(), left.end());
