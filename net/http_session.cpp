@@ -220,14 +220,15 @@ void http_session::route(request &&req) {
     if (path_ == "/metrics" && get) {
         runtime *rt = srv_->service.rt();
         if (!rt) return respond_metrics(metrics_snapshot{}); // loading: the server's own figures
-        // The runtime's figures come from its metrics actor; a scrape that gets no answer in
-        // 2 s still gets the server's own (and the runtime's as zeros), as before.
+        // The runtime's figures come from its metrics actor. A scrape it does not answer in 2 s
+        // fails (503): answering zeros would read as a counter reset to Prometheus, and every
+        // rate over it (the alerts of configs/prometheus/alerts.yml) would be wrong for a window.
         return ask_actor<metrics_snapshot>(
             rt->metrics(), std::chrono::seconds(2),
             [](http_session &s, metrics_snapshot &m) { s.respond_metrics(m); },
             [](http_session &s, const std::string &why) {
                 spdlog::warn("/metrics: the metrics actor did not answer ({})", why);
-                s.respond_metrics(metrics_snapshot{});
+                s.respond_error(errc::overloaded, "/metrics: the runtime's metrics did not answer within 2 s (" + why + ")");
             },
             get_atom::value);
     }
