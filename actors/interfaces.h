@@ -42,7 +42,8 @@ using placement_actor = submit_target::extend<caf::reacts_to<kv_free_atom, int, 
 
 // scheduler (actors/scheduler.h)
 using scheduler_actor = submit_target::extend<caf::reacts_to<tick_atom>,
-                                              caf::reacts_to<placement_atom, placement_actor>>;
+                                              caf::reacts_to<placement_atom, placement_actor>,
+                                              caf::replies_to<heartbeat_atom>::with<int64_t>>;
 
 // Who asks the cache: it hears the cache_reply.
 using cache_sink = caf::typed_actor<caf::reacts_to<cache_reply>>;

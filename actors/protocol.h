@@ -6,6 +6,7 @@
 //   scheduler -> executor   (step_atom, step_plan)          => step_result  (one in flight)
 //   scheduler -> executor   (release_atom, vector<int64_t>) forget ended sequences
 //   scheduler -> self       (tick_atom)                     a batch has had time to form
+//   watchdog  -> scheduler  (heartbeat_atom)                => int64_t: ms the step in flight has run (0: none)
 //   scheduler -> metrics    metrics_sample                  after every step
 //   executor  -> metrics    device_metrics                  at start, then every few seconds
 //   scheduler -> placement  (kv_free_atom, int device, int free_blocks, int waiting)
@@ -38,6 +39,7 @@ using tick_atom = caf::atom_constant<caf::atom("tick")>;
 using kv_free_atom = caf::atom_constant<caf::atom("kvfree")>;
 using placement_atom = caf::atom_constant<caf::atom("placement")>;
 using stop_atom = caf::atom_constant<caf::atom("stop")>;
+using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;
 
 // Scheduler -> session: what one step (or a rejection) meant for one request.
 struct gen_event {

@@ -14,6 +14,7 @@
 #include "engine/token_mask.h"
 #include "engine/tokenizer.h"
 
+#include <algorithm>
 #include <filesystem>
 
 namespace actorserve {
@@ -179,5 +180,18 @@ metrics_source runtime::metrics() const { return actors_->metrics; }
 rag_actor runtime::rag() const { return actors_->rag; }
 
 embed_actor runtime::embeddings() const { return actors_->embeddings; }
+
+std::optional<std::chrono::milliseconds> runtime::longest_step(std::chrono::milliseconds timeout) const {
+    caf::scoped_actor self{sys_};
+    std::chrono::milliseconds longest{0};
+    bool answered = true;
+    for (const scheduler_actor &s : actors_->schedulers) {
+        self->request(s, timeout, heartbeat_atom::value)
+            .receive([&](int64_t ms) { longest = std::max(longest, std::chrono::milliseconds(ms)); },
+                     [&](caf::error &) { answered = false; });
+        if (!answered) return std::nullopt;
+    }
+    return longest;
+}
 
 } // namespace actorserve

@@ -240,6 +240,13 @@ scheduler_actor::behavior_type scheduler_impl(self_ptr self, scheduler_config cf
             self->state.placement = std::move(p);
             report(self);
         },
+        // The service watchdog's question (runtime::longest_step): a scheduler that answers is
+        // alive; how long its step has run says whether its executor is.
+        [self](heartbeat_atom) -> int64_t {
+            auto &s = self->state;
+            if (!s.core->in_flight()) return 0;
+            return std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - s.step_start).count();
+        },
         [self](tick_atom) {
             auto &s = self->state;
             s.tick_pending = false;

@@ -120,6 +120,8 @@ bool load_config_text(std::string_view text, const std::string &path, server_con
         t.get<int64_t>("sse_resume_grace_s", cfg.sse_resume_grace_s);
         t.get<int64_t>("header_timeout_s", cfg.header_timeout_s);
         t.get<int64_t>("shutdown_grace_s", cfg.shutdown_grace_s);
+        t.get<int64_t>("watchdog_step_s", cfg.watchdog_step_s);
+        t.get<std::string>("log_format", cfg.log_format);
         t.get<std::string>("web_dir", cfg.web_dir);
         t.get<std::string>("api_keys_file", cfg.api_keys_file);
         t.get<std::vector<std::string>>("allowed_origins", cfg.allowed_origins);
@@ -314,6 +316,9 @@ bool validate(const server_config &c, std::string &err) {
     if (c.log_level != "trace" && c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" &&
         c.log_level != "error" && c.log_level != "off")
         return bad("server.log_level must be trace, debug, info, warn, error or off, got '" + c.log_level + "'");
+    if (c.log_format != "text" && c.log_format != "json")
+        return bad("server.log_format must be text or json, got '" + c.log_format + "'");
+    if (c.watchdog_step_s < 1) return bad("server.watchdog_step_s must be >= 1, got " + std::to_string(c.watchdog_step_s));
     if (c.runtime.model_path.empty()) return bad("model.path is not set");
     const cache_settings &k = c.runtime.cache;
     if (k.enabled) {

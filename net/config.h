@@ -30,6 +30,8 @@ struct server_config {
                                               // resume, then is cancelled; 0: cancelled at once
     int header_timeout_s = 10;                // a request's headers, from their first byte
     int shutdown_grace_s = 30;                // SIGINT/SIGTERM: running requests get this long
+    int watchdog_step_s = 120;                // under systemd's watchdog: a step running longer is a hang
+    std::string log_format = "text";          // text, or json (one object per line, for journald and shippers)
     std::string web_dir;                      // the chat page; empty: the source tree's web/
     std::string api_keys_file;                // empty: no authentication
     // Browsers (docs/protocol.md, "Security model"). A request with an Origin header is served

@@ -115,6 +115,7 @@ int main(int argc, char **argv) {
     serve_cmd->add_option("--web-dir", srv.web_dir, "Directory of the web chat page (server.web_dir)");
     serve_cmd->add_option("--retention", srv.retention_s, "Seconds a dropped request's events are kept for resume (sessions.retention_s)");
     serve_cmd->add_option("--log-level", srv.log_level, "trace, debug, info, warn, error or off (server.log_level)");
+    serve_cmd->add_option("--log-format", srv.log_format, "text or json (server.log_format)");
     serve_cmd->add_flag("--log-prompts", srv.log_prompts, "Log prompt text (off by default)");
 
     try {

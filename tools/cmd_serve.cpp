@@ -2,7 +2,6 @@
 // documented in configs/actorserve.toml) overridden by flags. SIGINT/SIGTERM: stop accepting,
 // let running answers finish within server.shutdown_grace_s, exit 0.
 #include <caf/all.hpp>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <csignal>
@@ -11,6 +10,8 @@
 #include "include/actorserve/runtime.h"
 #include "net/server.h"
 #include "tools/commands.h"
+#include "tools/log_setup.h"
+#include "tools/service_notify.h"
 
 namespace actorserve::cli {
 
@@ -33,13 +34,11 @@ int cmd_serve(const serve_options &o) {
     if (o.web_dir) cfg.web_dir = *o.web_dir;
     if (o.log_prompts) cfg.log_prompts = true;
     if (o.log_level) cfg.log_level = *o.log_level;
+    if (o.log_format) cfg.log_format = *o.log_format;
     if (o.retention_s) cfg.retention_s = *o.retention_s;
     if (!validate(cfg, err)) return fail(err);
 
-    auto logger = spdlog::stderr_color_mt("actorserve");
-    spdlog::set_default_logger(logger);
-    spdlog::set_level(spdlog::level::from_str(cfg.log_level));
-    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+    setup_logging(cfg.log_level, cfg.log_format);
 
     // Signals are taken by sigwait below: block them before any thread exists, so that every
     // thread (CAF's, the I/O threads, the engine's) inherits the mask and none is interrupted.
@@ -48,6 +47,9 @@ int cmd_serve(const serve_options &o) {
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+
+    service_notifier service{std::chrono::seconds(cfg.watchdog_step_s)};
+    service.status("loading the model");
 
     caf::actor_system_config caf_cfg;
     runtime::tune(caf_cfg);
@@ -67,11 +69,15 @@ int cmd_serve(const serve_options &o) {
     if (!cfg.runtime.cache.enabled) spdlog::info("answer caches off ([cache] enabled = false)");
     if (!cfg.runtime.rag.enabled) spdlog::info("retrieval off ([rag] enabled = false)");
     srv->attach(*rt);
+    service.ready("serving " + cfg.runtime.model_path);
+    service.start_watchdog(*rt);
 
     int sig = 0;
     sigwait(&sigs, &sig);
     spdlog::info("{}: stopping (running answers get {} s to finish)", sig == SIGINT ? "SIGINT" : "SIGTERM",
                  cfg.shutdown_grace_s);
+    service.stopping("stopping: running answers get " + std::to_string(cfg.shutdown_grace_s) + " s");
+    service.stop_watchdog();
     srv->shutdown(std::chrono::seconds(cfg.shutdown_grace_s));
     srv.reset();
     rt.reset();

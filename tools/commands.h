@@ -89,7 +89,7 @@ int cmd_rag_search(const rag_search_options &o);
 
 struct serve_options {
     std::string config;
-    std::optional<std::string> host, port_file, model, api_keys, web_dir, log_level, devices;
+    std::optional<std::string> host, port_file, model, api_keys, web_dir, log_level, log_format, devices;
     std::optional<uint16_t> port;
     std::optional<int> threads, ctx_size, io_threads, max_connections, retention_s;
     std::vector<std::string> allowed_origins;

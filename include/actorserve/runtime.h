@@ -99,6 +99,10 @@ public:
     // What start-up did that an operator should read (caches and knowledge base loaded, set
     // aside, turned off).
     const std::vector<std::string> &notes() const { return notes_; }
+    // The service watchdog's check: how long the longest-running step of any device's scheduler
+    // has been in flight (0 when every one is idle), or nullopt when a scheduler did not answer
+    // within `timeout` (its mailbox is stuck). Blocks the caller up to `timeout` per device.
+    std::optional<std::chrono::milliseconds> longest_step(std::chrono::milliseconds timeout) const;
     const tokenizer &tok() const { return *tok_; }
     const llama_model &model() const { return *model_; }
     const scheduler_settings &settings() const { return *settings_; }

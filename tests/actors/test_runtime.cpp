@@ -6,6 +6,7 @@
 #include "tests/support/sampling.h"
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "include/actorserve/runtime.h"
@@ -216,4 +217,39 @@ TEST_CASE("runtime: ending a session mid-answer frees its sequence and KV blocks
     }
     CHECK(m.running == 0);
     CHECK(m.kv_blocks_used == 0);
+}
+
+TEST_CASE("runtime: the watchdog's heartbeat is 0 when idle and the running step's age during a prompt") {
+    caf::actor_system_config cfg;
+    runtime::tune(cfg);
+    caf::actor_system sys{cfg};
+    std::string err;
+    auto rt = runtime::start(sys, small_config(), err);
+    REQUIRE_MESSAGE(rt, err);
+    auto idle = rt->longest_step(2s);
+    REQUIRE(idle);
+    CHECK(idle->count() == 0);
+
+    // A long prompt's prefill steps (256 tokens each) run for tens of milliseconds: the
+    // schedulers keep answering meanwhile, and some answer names a step in flight.
+    caf::scoped_actor self{sys};
+    actorserve::chat_session s = rt->open_session();
+    std::string prompt;
+    for (int i = 0; i < 40; ++i) prompt += "The quick brown fox jumps over the lazy dog. ";
+    self->send(s, chat_request{1, {{"user", prompt}}, greedy(), 4, {}});
+    std::chrono::milliseconds longest{0};
+    int answers = 0;
+    bool ended = false;
+    while (!ended) {
+        auto step = rt->longest_step(2s);
+        REQUIRE_MESSAGE(step, "a scheduler did not answer the heartbeat while busy");
+        ++answers;
+        longest = std::max(longest, *step);
+        self->receive([&](chat_delta &) {}, [&](chat_done &) { ended = true; },
+                      [&](chat_error &e) { FAIL(e.message); }, caf::after(1ms) >> [] {});
+    }
+    MESSAGE(answers << " heartbeats during the request, the longest step seen " << longest.count() << " ms");
+    CHECK(longest.count() > 0);
+    CHECK(longest < 60s);
+    self->send_exit(s, caf::exit_reason::user_shutdown);
 }
