@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up, build, and run the whole test suite twice, fuzz each parser, then the actor and network
 # tests a third time:
-#   1. Release build in build/: every target, every test
+#   1. Release build in build/: every target, every test; then the Debian package, built in
+#      build-pkg/, installed into a scratch root and started (scripts/package_test.sh)
 #   2. ASan + UBSan build (RelWithDebInfo) in build-asan/: the tests and what they run
 #   3. the libFuzzer targets (clang, ASan+UBSan), each run for 60 s (scripts/fuzz.sh)
 #   4. TSan build (RelWithDebInfo) of the actor and network tests only, in build-tsan/, against CAF's
@@ -56,6 +57,10 @@ stage "set-up (test venv)" scripts/test_venv.sh   # the openai client and Playwr
 echo "test: [1/4] Release"
 stage "Release: build" env BUILD_DIR=build CMAKE_ARGS="-DCMAKE_BUILD_TYPE=Release -DACTORSERVE_SANITIZE=" scripts/build.sh
 stage "Release: ctest" ctest --test-dir build --output-on-failure -j "$JOBS"
+# The .deb: built from a CPU build in build-pkg/ (mostly compiler-cache hits after the Release
+# build), inspected, installed into a scratch root with dpkg, its unit verified, the installed
+# server started on the installed settings (docs/deploy.md).
+stage "package: build, install, start" scripts/package_test.sh
 
 echo "test: [2/4] ASan+UBSan"
 # all_tests: every test binary and what the tests run (the actorserve tool); no benchmarks or examples.
