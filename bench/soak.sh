@@ -15,6 +15,7 @@
 #   DURATION=300 bench/soak.sh            # a short trial (the RSS target then spans the run's second half)
 #
 # Environment: DURATION [1800], SAMPLE_S [10], WS_CLIENTS [3], OPENAI_CLIENTS [3], MAX_TOKENS [32],
+# CACHE_ENTRIES [2000] (each answer cache's cap),
 # PORT [18080], BIN [build/bin], OUT [bench/out/soak-<time>], SOAK_VENV (scripts/soak_venv.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,7 @@ SAMPLE_S="${SAMPLE_S:-10}"
 WS_CLIENTS="${WS_CLIENTS:-3}"
 OPENAI_CLIENTS="${OPENAI_CLIENTS:-3}"
 MAX_TOKENS="${MAX_TOKENS:-32}"
+CACHE_ENTRIES="${CACHE_ENTRIES:-2000}"
 PORT="${PORT:-18080}"
 BIN="${BIN:-build/bin}"
 OUT="${OUT:-bench/out/soak-$(date +%Y%m%d-%H%M%S)}"
@@ -35,8 +37,13 @@ VENV="${SOAK_VENV:-/tmp/actorserve-soak-venv}"
 mkdir -p "$OUT"
 echo "soak: ${DURATION} s, results in $OUT"
 
-# the shipped settings, on their own port, with the cache and knowledge base in $OUT
+# the shipped settings, on their own port, with the cache and knowledge base in $OUT, and the
+# answer caches capped at CACHE_ENTRIES each: two thirds of the soak's prompts are new, so caches
+# at the shipped caps (100,000 entries, 512 MiB each) would still be filling at the end, and their
+# growth, bounded and meant, would hide a leak. Capped, they are full within the warm-up.
 sed -e "s|^port = [0-9]*|port = ${PORT}|" \
+    -e "s|^max_entries = [0-9]*|max_entries = ${CACHE_ENTRIES}|" \
+    -e "s|^semantic_max_entries = [0-9]*|semantic_max_entries = ${CACHE_ENTRIES}|" \
     -e "s|^dir = \"data/cache\"|dir = \"${OUT}/cache\"|" \
     -e "s|^file = \"data/rag/knowledge.rag\"|file = \"${OUT}/knowledge.rag\"|" \
     configs/actorserve.toml > "$OUT/actorserve.toml"
@@ -94,11 +101,13 @@ PY
 echo "t_s,rss_kib,fds,threads,retained,generation_tokens,open_connections,cache_hits" > "$OUT/samples.csv"
 t0=$SECONDS
 sample
-"$BIN/actorserve-bench" --url "ws://127.0.0.1:${PORT}/v1/ws" --concurrency "$WS_CLIENTS" --duration "$DURATION" \
+# --timeout: the run's hard limit (900 s by default) past the duration, so that the load runs for
+# all of it and what is in flight at the end finishes.
+"$BIN/actorserve-bench" --url "ws://127.0.0.1:${PORT}/v1/ws" --concurrency "$WS_CLIENTS" --duration "$DURATION" --timeout "$((DURATION + 300))" \
   --max-tokens "$MAX_TOKENS" --prompts "$OUT/prompts.jsonl" --repeat-fraction 0.33 --seed 1 --quiet --out "$OUT/bench_ws.json" > "$OUT/bench_ws.txt" 2>&1 &
 ws_pid=$!
 bg+=("$ws_pid")
-"$BIN/actorserve-bench" --url "$url" --api openai --concurrency "$OPENAI_CLIENTS" --duration "$DURATION" \
+"$BIN/actorserve-bench" --url "$url" --api openai --concurrency "$OPENAI_CLIENTS" --duration "$DURATION" --timeout "$((DURATION + 300))" \
   --max-tokens "$MAX_TOKENS" --prompts "$OUT/prompts.jsonl" --repeat-fraction 0.33 --seed 2 --quiet --out "$OUT/bench_openai.json" > "$OUT/bench_openai.txt" 2>&1 &
 oa_pid=$!
 bg+=("$oa_pid")

@@ -5,7 +5,7 @@ reports and chaos.json; checks
   errors     no request ended in an error other than the documented refusals (overloaded, with
              Retry-After; the chaos driver's expected refusals of bad input)
   rss        RSS growth under 5% over the last 20 minutes (over the second half when the run is
-             shorter than 40 minutes), from the sample at its start to the highest after it
+             shorter than 30 minutes), from the sample at its start to the highest after it
   fds        open descriptors at the end, load gone, no more than after the first minute
   threads    the same for threads
 
@@ -48,7 +48,7 @@ def main():
     a = ap.parse_args()
     rows = load_samples(os.path.join(a.out, "samples.csv"))
     load_rows = [r for r in rows if r["t_s"] <= a.duration + 1]
-    window = 1200.0 if a.duration >= 2400 else a.duration / 2
+    window = 1200.0 if a.duration >= 1800 else a.duration / 2  # the last 20 minutes of a 30-minute soak
     start_t = a.duration - window
     base = min(load_rows, key=lambda r: abs(r["t_s"] - start_t))
     later = [r for r in load_rows if r["t_s"] >= base["t_s"]]
