@@ -289,6 +289,12 @@ void http_session::respond(http::status status, std::string body, std::string_vi
         res->set(http::field::vary, "Origin");
     }
     res->set(http::field::content_type, content_type);
+    // Every answer: no content sniffing, no framing by another site's page (the pages' own CSP
+    // <meta> cannot say frame-ancestors), no Referer to other sites.
+    res->set("X-Content-Type-Options", "nosniff");
+    res->set("X-Frame-Options", "DENY");
+    res->set("Content-Security-Policy", "frame-ancestors 'none'");
+    res->set("Referrer-Policy", "no-referrer");
     if (retry_after_s) res->set(http::field::retry_after, std::to_string(*retry_after_s));
     res->keep_alive(keep_alive_ && !shutting_down_);
     res->body() = std::move(body);

@@ -413,6 +413,21 @@ TEST_CASE("http: the web page is served, and nothing outside web/ is") {
     CHECK_MESSAGE(page.status == 200, describe(page));
     CHECK(page.header("content-type").rfind("text/html", 0) == 0);
     CHECK(!page.body.empty());
+    // no sniffing, no framing by other sites, no Referer
+    CHECK(page.header("x-content-type-options") == "nosniff");
+    CHECK(page.header("x-frame-options") == "DENY");
+    CHECK(page.header("content-security-policy") == "frame-ancestors 'none'");
+    CHECK(page.header("referrer-policy") == "no-referrer");
+    // The dashboard by its name, exactly: its page, and a 404 for near misses of that name.
+    http_reply dash = http_get(port, "/dashboard");
+    CHECK_MESSAGE(dash.status == 200, describe(dash));
+    CHECK(dash.header("content-type").rfind("text/html", 0) == 0);
+    CHECK(dash.body.find("dashboard.js") != std::string::npos);
+    for (const char *near : {"/dashboard/", "/dashboard.html/", "/Dashboard", "/dashboard/index.html"}) {
+        http_reply r = http_get(port, near);
+        INFO(near << ": " << describe(r));
+        CHECK(r.status == 404);
+    }
 
     const char *attempts[] = {
         "/../CMakeLists.txt",       "/%2e%2e/CMakeLists.txt",     "/web/../../CMakeLists.txt",
