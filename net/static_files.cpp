@@ -33,7 +33,9 @@ const char *default_web_dir() { return ACTORSERVE_WEB_DIR; }
 static_result load_static(const std::string &web_root, std::string_view target, static_file &out) {
     if (target.empty() || target[0] != '/') return static_result::bad_path;
     std::string rel(target.substr(1));
+    // The two pages by name, exactly these targets: "/" the chat, "/dashboard" the metrics dashboard.
     if (rel.empty()) rel = "index.html";
+    else if (rel == "dashboard") rel = "dashboard.html";
     for (char c : rel)
         if (!safe_name_char(c)) return static_result::bad_path;
     if (rel.find("..") != std::string::npos || rel.find("//") != std::string::npos || rel[0] == '/')

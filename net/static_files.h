@@ -20,7 +20,8 @@ enum class static_result { ok, not_found, bad_path };
 // static_files.cpp alone, so that no other file's compilation depends on where the tree lies.)
 const char *default_web_dir();
 
-// target: the path part of the request target ("/", "/app.js").
+// target: the path part of the request target ("/", "/app.js"). "/" is index.html, "/dashboard"
+// is dashboard.html.
 static_result load_static(const std::string &web_root, std::string_view target, static_file &out);
 
 } // namespace actorserve

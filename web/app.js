@@ -36,6 +36,8 @@
   // The page's own ?key=... becomes the upgrade's access_token: browsers
   // cannot set an Authorization header on a WebSocket.
   const apiKey = new URLSearchParams(location.search).get('key');
+  // The dashboard polls /metrics, which needs the same key.
+  if (apiKey) $('dashboard-link').href = 'dashboard?key=' + encodeURIComponent(apiKey);
 
   function socketUrl() {
     const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
