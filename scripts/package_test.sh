@@ -50,7 +50,8 @@ dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./conffiles | grep -qx /etc/actorserve/
 contents="$(dpkg-deb --contents "$DEB" | awk '{print $6}')"
 for f in ./usr/bin/actorserve ./usr/bin/actorserve-bench ./usr/bin/actorserve-fetch-models \
          ./usr/share/actorserve/web/index.html ./usr/share/actorserve/configs/guard_examples.jsonl \
-         ./usr/share/actorserve/prometheus/alerts.yml ./etc/actorserve/actorserve.toml \
+         ./usr/share/actorserve/prometheus/alerts.yml ./usr/share/actorserve/grafana/actorserve.json \
+         ./usr/share/actorserve/web/dashboard.html ./etc/actorserve/actorserve.toml \
          ./lib/systemd/system/actorserve.service ./usr/share/doc/actorserve/deploy.md; do
   grep -qx "$f" <<< "$contents" || die "the package lacks $f"
 done
