@@ -72,8 +72,14 @@ std::variant<bool, request_problem> apply_tools(simdjson::dom::parser &parser, c
                                                                          : simdjson::minify(params);
         schema_result c = compile_json_schema(schema);
         if (!c.grammar) return request_problem{errc::invalid_request, where + ".function.parameters: " + c.error, c.keyword};
+        // Boost.JSON refuses documents nested deeper than its max_depth (32), which simdjson and
+        // the schema compiler take: refuse such a schema by name (uncaught, the exception would
+        // end the process; found by fuzz_openai_request).
+        boost::system::error_code ec;
+        boost::json::value arguments = boost::json::parse(schema, ec);
+        if (ec) return refused(where + ".function.parameters", "cannot be read back (" + ec.message() + "): nest it less deeply");
         boost::json::object call{{"type", "object"},
-                                 {"properties", {{"name", {{"const", name}}}, {"arguments", boost::json::parse(schema)}}},
+                                 {"properties", {{"name", {{"const", name}}}, {"arguments", std::move(arguments)}}},
                                  {"required", {"name", "arguments"}},
                                  {"additionalProperties", false}};
         if (!options.empty()) options += ',';

@@ -315,6 +315,14 @@ TEST_CASE("http: errors have the documented status and an error body naming the 
                 "invalid_request", "top_logprobs");
     check_error(http_post(port, chat, R"({"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "code"}], "tool_choice": "required"})"), 400,
                 "invalid_request", "tools");
+    // tool parameters nested past Boost.JSON's depth (32): refused by name, the server serves on
+    // (an uncaught exception ended the process; found by fuzz_openai_request)
+    std::string deep = R"({"type": "string"})";
+    for (int i = 0; i < 20; ++i) deep = R"({"type": "object", "properties": {"a": )" + deep + "}}";
+    check_error(http_post(port, chat, R"({"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function",
+                              "function": {"name": "f", "parameters": )" + deep + R"(}}], "tool_choice": "required"})"),
+                400, "invalid_request", "tools[0].function.parameters");
+    CHECK(http_get(port, "/health").status == 200);
     check_error(http_post(port, chat,
                           R"({"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema",
                               "json_schema": {"name": "x", "schema": {"type": "object", "properties": {"a": {"type": "string", "pattern": "^a"}}}}}})"),
