@@ -136,7 +136,15 @@ void http_session::on_read(beast::error_code ec, size_t) {
         spdlog::debug("http read failed: {}", ec.message());
         return srv_->remove(this);
     }
-    route(parser_->release());
+    // A bug that throws while a request is handled ends this request with 500, not the process
+    // (an uncaught exception in an I/O thread would end every client's answers).
+    try {
+        route(parser_->release());
+    } catch (const std::exception &e) {
+        spdlog::error("{} {}: internal error while handling the request: {}", method_, log_path_, e.what());
+        keep_alive_ = false;
+        respond_error(errc::internal, std::string("internal error while handling the request: ") + e.what());
+    }
 }
 
 void http_session::route(request &&req) {

@@ -58,7 +58,14 @@ void ws_session::on_read(beast::error_code ec, size_t) {
         send(render_error(errc::invalid_request, "binary frames are not part of the protocol; send JSON text frames"));
     } else {
         auto data = buffer_.cdata();
-        handle(std::string_view(static_cast<const char *>(data.data()), data.size()));
+        // A bug that throws while a message is handled answers that message with an error event,
+        // not by ending the process (and every other client's answers with it).
+        try {
+            handle(std::string_view(static_cast<const char *>(data.data()), data.size()));
+        } catch (const std::exception &e) {
+            spdlog::error("websocket: internal error while handling a message: {}", e.what());
+            send(render_error(errc::internal, std::string("internal error while handling the message: ") + e.what()));
+        }
     }
     buffer_.consume(buffer_.size());
     if (!closing_) do_read();
