@@ -16,49 +16,19 @@ check and a closing "N passed, N failed" line; exits non-zero on failure.
 
 import os
 import re
-import sys
-import time
-import traceback
 
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import sync_playwright
+
+from checks import check, remaining_ms, run
 
 URL = os.environ.get("ACTORSERVE_URL", "http://127.0.0.1:8080").rstrip("/")
 BUILD_DIR = os.environ.get("ACTORSERVE_BUILD_DIR", ".")
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 SCREENSHOT = os.path.join(BUILD_DIR, "web_chat.png")
 
-TEST_BUDGET_S = 170          # the whole test stays under 3 minutes
 ANSWER_TIMEOUT_MS = 60_000   # one answer
-STARTED_AT = time.monotonic()
 
-passed = 0
-failed = 0
-
-
-def check(name, fn, *args):
-    """Runs one check; returns its result, or None when it failed."""
-    global passed, failed
-    try:
-        result = fn(*args)
-    except AssertionError as e:
-        failed += 1
-        print(f"FAIL {name}: {e}", flush=True)
-        return None
-    except Exception as e:
-        failed += 1
-        print(f"FAIL {name}: {type(e).__name__}: {e}", flush=True)
-        traceback.print_exc(limit=4)
-        return None
-    passed += 1
-    print(f"ok   {name}", flush=True)
-    return result if result is not None else True
-
-
-def remaining_ms(cap_ms):
-    left = (TEST_BUDGET_S - (time.monotonic() - STARTED_AT)) * 1000
-    assert left > 1000, "out of time"
-    return int(min(cap_ms, left))
 
 
 # Records, in the page, every distinct length the last assistant bubble's
@@ -238,12 +208,4 @@ def main():
             browser.close()
 
 
-try:
-    main()
-except Exception as e:
-    failed += 1
-    print(f"FAIL the test could not run: {type(e).__name__}: {e}", flush=True)
-    traceback.print_exc(limit=4)
-print(f"took {time.monotonic() - STARTED_AT:.0f} s")
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed or not passed else 0)
+run(main)

@@ -23,14 +23,13 @@ import json
 import math
 import os
 import re
-import sys
 import threading
-import time
-import traceback
 import urllib.request
 
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import sync_playwright
+
+from checks import check, remaining_ms, run
 
 URL = os.environ.get("ACTORSERVE_URL", "http://127.0.0.1:8080").rstrip("/")
 BUILD_DIR = os.environ.get("ACTORSERVE_BUILD_DIR", ".")
@@ -38,37 +37,8 @@ CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 SCREENSHOT = os.path.join(BUILD_DIR, "web_dashboard.png")
 SCREENSHOT_503 = os.path.join(BUILD_DIR, "web_dashboard_503.png")
 
-TEST_BUDGET_S = 170          # the whole test stays under 3 minutes
 POLL_S = 2                   # the page's poll interval (dashboard.js POLL_MS)
-STARTED_AT = time.monotonic()
 
-passed = 0
-failed = 0
-
-
-def check(name, fn, *args):
-    """Runs one check; returns its result, or None when it failed."""
-    global passed, failed
-    try:
-        result = fn(*args)
-    except AssertionError as e:
-        failed += 1
-        print(f"FAIL {name}: {e}", flush=True)
-        return None
-    except Exception as e:
-        failed += 1
-        print(f"FAIL {name}: {type(e).__name__}: {e}", flush=True)
-        traceback.print_exc(limit=4)
-        return None
-    passed += 1
-    print(f"ok   {name}", flush=True)
-    return result if result is not None else True
-
-
-def remaining_ms(cap_ms):
-    left = (TEST_BUDGET_S - (time.monotonic() - STARTED_AT)) * 1000
-    assert left > 1000, "out of time"
-    return int(min(cap_ms, left))
 
 
 # ------------------------------------------------------------ the server --
@@ -476,12 +446,4 @@ def main():
             browser.close()
 
 
-try:
-    main()
-except Exception as e:
-    failed += 1
-    print(f"FAIL the test could not run: {type(e).__name__}: {e}", flush=True)
-    traceback.print_exc(limit=4)
-print(f"took {time.monotonic() - STARTED_AT:.0f} s")
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed or not passed else 0)
+run(main)
